@@ -1,0 +1,108 @@
+"""Generates an MC-IC dataset (Ding et al. 2016, Algorithm 1) with Apache Beam.
+
+For every caption (the target) of every image: take its N nearest captions of
+other images by PV cosine, score them by Score = lambda*simPV + (1-lambda)*simSURF
+(0 when simSURF >= L), keep the 4 best as decoys, shuffle, write.
+
+Locally (DirectRunner)::
+
+    python -m pipelines.generate --input 'annotations/captions_*2014.json' \\
+        --output out/mcic-coco --direct_num_workers 2 --direct_running_mode multi_processing
+
+On Dataflow::
+
+    python -m pipelines.generate --input 'gs://BUCKET/coco/captions_*2014.json' \\
+        --output gs://BUCKET/mcic-coco --runner DataflowRunner --project PROJECT \\
+        --region REGION --temp_location gs://BUCKET/tmp --setup_file ./setup.py
+"""
+
+import json
+import logging
+import sys
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.utils.shared import Shared
+
+from pipelines.manifest import build_manifest
+from pipelines.options import GenerateOptions, parse_options
+from schemas.records import SKIPPED
+from transforms.corpus import TrainParagraphVectors
+from transforms.decoys import ChooseDecoys
+from transforms.errors import InputError
+from transforms.instances import BuildInstances
+from transforms.neighbours import FindNeighbourhoods
+from transforms.normalize import NormalizeCaptions
+from transforms.read import ReadCaptions, expand_inputs
+from transforms.split import AssignSplits
+from transforms.statistics import WriteStatistics, table_one, write_json
+from transforms.write import WriteInstances
+
+STATISTICS_FILE = "statistics.json"
+MANIFEST_FILE = "manifest.json"
+
+
+def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
+    """Algorithm 1's main loop as a graph; ``pipeline`` may be a TestPipeline."""
+    shared = Shared()  # one corpus copy per worker process, used by both stages below
+    raw = pipeline | "ReadCaptions" >> ReadCaptions(inputs)
+    normalized = raw | "NormalizeCaptions" >> NormalizeCaptions()
+    captions = normalized["captions"] | "AssignSplits" >> AssignSplits(
+        seed=options.seed, n_dev=options.n_dev, n_test=options.n_test
+    )
+    corpus = captions | "TrainParagraphVectors" >> TrainParagraphVectors(
+        pv=options.pv_config(),
+        neighbours=options.neighbours,
+        decoy_pool=options.decoy_pool,
+        output=options.output,
+    )
+    neighbourhoods = corpus | "FindNeighbourhoods" >> FindNeighbourhoods(
+        shared=shared,
+        neighbours=options.neighbours,
+        decoy_pool=options.decoy_pool,
+        shard_size=options.shard_size,
+        batch_size=options.batch_size,
+    )
+    decoys = neighbourhoods | "ChooseDecoys" >> ChooseDecoys(
+        shared=shared,
+        decoy_pool=options.decoy_pool,
+        lam=options.score_lambda,
+        limit=options.surf_limit,
+    )
+    instances = decoys["selections"] | "BuildInstances" >> BuildInstances(seed=options.seed)
+    _ = instances | "WriteInstances" >> WriteInstances(
+        output=options.output, num_shards=options.output_shards
+    )
+    skips = (normalized[SKIPPED], decoys[SKIPPED]) | "Skips" >> beam.Flatten()
+    _ = (instances, skips) | "WriteStatistics" >> WriteStatistics(output=options.output)
+
+
+def run(options: GenerateOptions, beam_args: list[str] | None = None) -> dict:
+    """Runs the pipeline, then writes the manifest last; returns the statistics."""
+    options.validate()
+    inputs = expand_inputs(options.input)
+    with beam.Pipeline(options=PipelineOptions(beam_args or [])) as pipeline:
+        build_pipeline(pipeline, options, inputs)
+    with FileSystems.open(FileSystems.join(options.output, STATISTICS_FILE)) as handle:
+        statistics = json.load(handle)
+    manifest = build_manifest(options, inputs, beam_args or [], statistics)
+    write_json(FileSystems.join(options.output, MANIFEST_FILE), manifest)
+    return statistics
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    options, beam_args = parse_options(argv)
+    try:
+        statistics = run(options, beam_args)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(table_one(statistics))
+    print(f"dataset written to {options.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""The run manifest: what was run on what, written after everything else."""
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import platform
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+from apache_beam.io.filesystems import FileSystems
+
+PACKAGES = ("dmc-datasets", "apache-beam", "gensim", "faiss-cpu", "numpy", "pyarrow", "numba")
+
+
+def file_checksum(path: str) -> dict:
+    digest = hashlib.sha256()
+    size = 0
+    with FileSystems.open(path, compression_type="uncompressed") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return {"path": path, "sha256": digest.hexdigest(), "bytes": size}
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _git_commit() -> str | None:
+    source = Path(__file__).resolve().parent.parent
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip()
+
+
+def build_manifest(options, inputs: list[str], beam_args: list[str], statistics: dict) -> dict:
+    return {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "options": dataclasses.asdict(options),
+        "beam_args": beam_args,
+        "inputs": [file_checksum(path) for path in inputs],
+        "code": {
+            "git_commit": _git_commit(),
+            "versions": {package: _version(package) for package in PACKAGES},
+            "python": platform.python_version(),
+        },
+        "statistics": {"splits": statistics["splits"], "skipped": statistics["skipped"]},
+    }

@@ -1,0 +1,121 @@
+"""Every option of the generator, with its default and help: their one home.
+
+The argparse flags, the README's option table and the run manifest are all
+derived from :class:`GenerateOptions`.
+"""
+
+import argparse
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from transforms.errors import InputError
+from transforms.neighbours import DECOY_POOLS
+from transforms.paragraph_vectors import PVConfig
+
+REQUIRED = dataclasses.MISSING
+
+
+def _option(default: Any, help: str, choices: tuple[str, ...] | None = None) -> Any:
+    metadata = {"help": help, "choices": choices}
+    if default is REQUIRED:
+        return field(metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    input: str = _option(
+        REQUIRED,
+        "comma-separated COCO captions_*.json or Flickr token files; globs and any "
+        "Beam filesystem path (gs://...) work",
+    )
+    output: str = _option(REQUIRED, "output directory (local or gs://)")
+    n_dev: int = _option(2000, "images in the dev split")
+    n_test: int = _option(2000, "images in the test split")
+    seed: int = _option(0, "seed of the split keys, PV training and option shuffling")
+    neighbours: int = _option(500, "N: candidates per target, the top-N by simPV")
+    decoy_pool: str = _option(
+        "all",
+        "where candidates come from: the whole corpus (paper) or only the target's split",
+        DECOY_POOLS,
+    )
+    score_lambda: float = _option(0.3, "lambda of Score = lambda*simPV + (1-lambda)*simSURF")
+    surf_limit: float = _option(0.5, "L: candidates with simSURF >= L score 0 (too similar)")
+    pv_dim: int = _option(256, "PV-DBOW vector size (paper: 1024)")
+    pv_epochs: int = _option(20, "PV-DBOW training epochs (paper: 5, too few below ~500k captions)")
+    pv_min_count: int = _option(1, "PV-DBOW: ignore words rarer than this")
+    pv_hs: int = _option(1, "PV-DBOW: 1 = hierarchical softmax (paper's softmax loss)")
+    pv_negative: int = _option(0, "PV-DBOW: negative samples (0 = none)")
+    pv_workers: int = _option(
+        1, "PV-DBOW training threads; 1 is reproducible for a seed, more is faster but not"
+    )
+    shard_size: int = _option(5000, "targets per shard of neighbour search and scoring")
+    batch_size: int = _option(500, "targets per faiss query and scoring batch")
+    output_shards: int = _option(0, "files per split and format (0: the runner decides)")
+
+    def pv_config(self) -> PVConfig:
+        return PVConfig(
+            dim=self.pv_dim,
+            epochs=self.pv_epochs,
+            min_count=self.pv_min_count,
+            hs=self.pv_hs,
+            negative=self.pv_negative,
+            seed=self.seed,
+            workers=self.pv_workers,
+        )
+
+    def validate(self) -> None:
+        problems = []
+        if self.n_dev < 0 or self.n_test < 0:
+            problems.append("--n_dev and --n_test must be >= 0")
+        if self.neighbours < 4:
+            problems.append("--neighbours must be at least 4 (four decoys per instance)")
+        if not 0.0 <= self.score_lambda <= 1.0:
+            problems.append("--score_lambda must be in [0, 1]")
+        if not 0.0 < self.surf_limit <= 1.0:
+            problems.append("--surf_limit must be in (0, 1]")
+        if self.pv_hs not in (0, 1) or (self.pv_hs == 0 and self.pv_negative == 0):
+            problems.append("--pv_hs must be 0 or 1, and with 0, --pv_negative must be > 0")
+        for name in (
+            "pv_dim",
+            "pv_epochs",
+            "pv_min_count",
+            "pv_workers",
+            "shard_size",
+            "batch_size",
+        ):
+            if getattr(self, name) < 1:
+                problems.append(f"--{name} must be >= 1")
+        if problems:
+            raise InputError("; ".join(problems))
+
+
+def add_arguments(parser: argparse.ArgumentParser, options_type: type = GenerateOptions) -> None:
+    for option in dataclasses.fields(options_type):
+        required = option.default is REQUIRED
+        parser.add_argument(
+            f"--{option.name}",
+            type=option.type,
+            required=required,
+            default=None if required else option.default,
+            choices=option.metadata["choices"],
+            help=option.metadata["help"] + ("" if required else f" (default: {option.default})"),
+        )
+
+
+def parse_options(argv: list[str] | None) -> tuple[GenerateOptions, list[str]]:
+    """Our flags -> GenerateOptions; the rest is left for Beam's PipelineOptions."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    add_arguments(parser)
+    known, beam_args = parser.parse_known_args(argv)
+    return GenerateOptions(**vars(known)), beam_args
+
+
+def markdown_table(options_type: type = GenerateOptions) -> str:
+    """The README's option table."""
+    rows = ["| option | default | meaning |", "| --- | --- | --- |"]
+    for option in dataclasses.fields(options_type):
+        default = "required" if option.default is REQUIRED else f"`{option.default}`"
+        rows.append(f"| `--{option.name}` | {default} | {option.metadata['help']} |")
+    return "\n".join(rows)

@@ -1,0 +1,66 @@
+"""Records passed between pipeline stages (before instances are built).
+
+Ids are strings throughout: COCO's are integers, Flickr's image ids are file
+names. ``caption_order`` makes "lower caption id first" (SPEC tie-break) mean
+numeric order for COCO and string order otherwise.
+"""
+
+from typing import NamedTuple
+
+SKIPPED = "skipped"  # output tag of every stage that skips records
+
+
+class RawCaption(NamedTuple):
+    """One caption as read, with the file it came from for error messages."""
+
+    source: str
+    caption_id: str
+    image_id: str
+    caption: str
+    file_name: str
+    url: str
+
+
+class Caption(NamedTuple):
+    """A normalised, de-duplicated caption: one future instance."""
+
+    caption_id: str
+    image_id: str
+    example_id: str  # "<image_id>_<k>": k-th caption of its image, by caption id
+    text: str  # normalised tokens joined by single spaces
+    file_name: str
+    url: str
+    split: str = ""
+
+
+class Skip(NamedTuple):
+    """A record left out on purpose, counted and reported under ``reason``."""
+
+    reason: str  # "<stage>/<why>", e.g. "normalize/empty_caption"
+    record: str  # the id of what was skipped
+    split: str = ""
+
+
+def caption_order(caption_id: str) -> tuple[int, int, str]:
+    """Sort key: numeric ids numerically, before any non-numeric id."""
+    if caption_id.isdigit():
+        return (0, int(caption_id), "")
+    return (1, 0, caption_id)
+
+
+class Decoy(NamedTuple):
+    """A chosen decoy with its provenance (SPEC "Decoy selection")."""
+
+    caption_id: str
+    image_id: str
+    text: str
+    sim_pv: float
+    sim_surf: float
+    score: float
+
+
+class Selection(NamedTuple):
+    """A target caption and its four decoys, best Score first."""
+
+    target: Caption
+    decoys: tuple[Decoy, ...]

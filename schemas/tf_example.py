@@ -1,0 +1,83 @@
+"""``tf.train.Example`` without TensorFlow.
+
+The message types are declared here from the same field numbers as
+``tensorflow/core/example/{example,feature}.proto``, in a private descriptor
+pool, so the writer needs only ``protobuf`` and the bytes are what
+``tf.io.parse_single_example`` reads. Floats are stored as float32
+(``FloatList``), as TensorFlow does; Parquet keeps float64.
+"""
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from schemas.instance import FIELDS
+
+_F = descriptor_pb2.FieldDescriptorProto
+
+
+def _message(name: str, *fields: tuple[str, int, int, int, str], oneof: str | None = None):
+    message = descriptor_pb2.DescriptorProto(name=name)
+    if oneof:
+        message.oneof_decl.add(name=oneof)
+    for field_name, number, label, kind, type_name in fields:
+        field = message.field.add(name=field_name, number=number, label=label, type=kind)
+        if type_name:
+            field.type_name = type_name
+        if oneof:
+            field.oneof_index = 0
+        if kind in (_F.TYPE_FLOAT, _F.TYPE_INT64):
+            field.options.packed = True
+    return message
+
+
+def _example_file() -> descriptor_pb2.FileDescriptorProto:
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="dmc/tf_example.proto", package="tensorflow", syntax="proto3"
+    )
+    repeated, optional = _F.LABEL_REPEATED, _F.LABEL_OPTIONAL
+    proto.message_type.extend(
+        [
+            _message("BytesList", ("value", 1, repeated, _F.TYPE_BYTES, "")),
+            _message("FloatList", ("value", 1, repeated, _F.TYPE_FLOAT, "")),
+            _message("Int64List", ("value", 1, repeated, _F.TYPE_INT64, "")),
+            _message(
+                "Feature",
+                ("bytes_list", 1, optional, _F.TYPE_MESSAGE, ".tensorflow.BytesList"),
+                ("float_list", 2, optional, _F.TYPE_MESSAGE, ".tensorflow.FloatList"),
+                ("int64_list", 3, optional, _F.TYPE_MESSAGE, ".tensorflow.Int64List"),
+                oneof="kind",
+            ),
+            _message("Example", ("features", 1, optional, _F.TYPE_MESSAGE, ".tensorflow.Features")),
+        ]
+    )
+    features = _message(
+        "Features", ("feature", 1, repeated, _F.TYPE_MESSAGE, ".tensorflow.Features.FeatureEntry")
+    )
+    entry = _message(
+        "FeatureEntry",
+        ("key", 1, optional, _F.TYPE_STRING, ""),
+        ("value", 2, optional, _F.TYPE_MESSAGE, ".tensorflow.Feature"),
+    )
+    entry.options.map_entry = True
+    features.nested_type.append(entry)
+    proto.message_type.append(features)
+    return proto
+
+
+_POOL = descriptor_pool.DescriptorPool()
+_POOL.Add(_example_file())
+Example = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("tensorflow.Example"))
+
+_LIST_OF_KIND = {"string": "bytes_list", "int64": "int64_list", "float64": "float_list"}
+
+
+def to_tf_example(instance: dict) -> bytes:
+    """Serialises an instance; scalars become one-element lists, as in TF."""
+    example = Example()
+    for field in FIELDS:
+        values = instance[field.name] if field.repeated else [instance[field.name]]
+        if field.kind == "string":
+            values = [value.encode("utf-8") for value in values]
+        getattr(example.features.feature[field.name], _LIST_OF_KIND[field.kind]).value.extend(
+            values
+        )
+    return example.SerializeToString()

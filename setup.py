@@ -1,0 +1,26 @@
+"""dmc-datasets: Dual Machine Comprehension datasets (MC-IC) as Beam pipelines.
+
+Also what Dataflow's ``--setup_file`` installs on workers, so
+``install_requires`` is exactly what a worker needs; test tools are an extra.
+"""
+
+import setuptools
+
+setuptools.setup(
+    name="dmc-datasets",
+    version="0.1.0",
+    description="MC-IC multiple-choice image-caption datasets (Ding et al. 2016) with Apache Beam",
+    python_requires=">=3.10",
+    packages=setuptools.find_packages(include=["pipelines", "transforms", "schemas"]),
+    install_requires=[
+        "apache-beam>=2.60,<3",
+        "gensim>=4.3,<5",
+        "faiss-cpu>=1.8,<2",
+        "numba>=0.60",  # the simSURF kernel: ~300x nltk on the same pairs
+        "numpy>=1.26",
+        "pyarrow>=14",
+        "protobuf>=4.21",
+        "google-crc32c>=1.5",  # TFRecord framing checksums for Beam's WriteToTFRecord
+    ],
+    extras_require={"test": ["pytest>=8", "nltk>=3.8", "ruff>=0.6"]},
+)

@@ -1,0 +1,200 @@
+"""The corpus as one read-only object: the global step of the pipeline.
+
+PV training needs every caption at once, and so does neighbour search over the
+whole pool, so :class:`TrainParagraphVectors` gathers the captions on one
+worker (``ToList``), trains the model there and writes the corpus to files:
+
+    <output>/corpus/captions.parquet   caption table, rows in caption-id order
+    <output>/corpus/embeddings.npy     unit PV vectors, one row per caption
+    <output>/corpus/ngrams.npz         n-gram table for simSURF
+    <output>/pv/doc2vec.model          the trained gensim model
+
+Only the directory's path travels through the graph. Each worker process loads
+the files once (:func:`load_corpus` behind ``apache_beam.utils.shared.Shared``),
+so the embeddings are never a side input copied into every bundle. Cost of the
+global step: one worker holds the captions (~0.5 KB each in Python) and trains
+PV single-handed; on COCO 2014 scale that worker wants ~4 GB of memory.
+"""
+
+import io
+import itertools
+import logging
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.records import Caption, caption_order
+from transforms.errors import InputError
+from transforms.paragraph_vectors import PVConfig, train_paragraph_vectors, unit_vectors
+from transforms.split import SPLITS
+from transforms.surface import NgramTable, encode_ngrams
+
+CAPTION_COLUMNS = Caption._fields
+
+
+class CorpusRef(NamedTuple):
+    """What travels through the graph instead of the corpus itself."""
+
+    directory: str
+    size: int
+
+
+@dataclass
+class Corpus:
+    """Every caption of the run, by row; row order is caption-id order."""
+
+    captions: dict[str, list[str]]  # column name -> values, one per row
+    split_of: np.ndarray  # int8 index into SPLITS, per row
+    image_of: np.ndarray  # int64 dense image index, per row
+    embeddings: np.ndarray  # float32 (rows, dim), unit length
+    ngrams: NgramTable
+
+    def __len__(self) -> int:
+        return len(self.split_of)
+
+    def caption(self, row: int) -> Caption:
+        return Caption(*(self.captions[name][row] for name in CAPTION_COLUMNS))
+
+
+def sorted_captions(captions: Iterable[Caption]) -> list[Caption]:
+    """Caption-id order, so that "lower row" means "lower caption id" everywhere."""
+    ordered = sorted(captions, key=lambda caption: caption_order(caption.caption_id))
+    if not ordered:
+        raise InputError("the corpus has no captions left after normalisation: check --input")
+    for previous, current in itertools.pairwise(ordered):
+        if previous.caption_id == current.caption_id:
+            raise InputError(
+                f"caption id {current.caption_id} occurs twice (images {previous.image_id} and "
+                f"{current.image_id}): caption ids must be unique across all input files"
+            )
+    return ordered
+
+
+def check_pool_size(captions: list[Caption], neighbours: int, decoy_pool: str) -> None:
+    """Every target must have at least ``neighbours`` captions of other images."""
+    pools = Counter(c.split for c in captions) if decoy_pool == "split" else {"": len(captions)}
+    per_image = Counter((c.split if decoy_pool == "split" else "", c.image_id) for c in captions)
+    for (pool, image_id), own in per_image.items():
+        available = pools[pool] - own
+        if available < neighbours:
+            where = f"the {pool} split" if pool else "the corpus"
+            raise InputError(
+                f"{where} has {pools[pool]} captions, so image {image_id} has only "
+                f"{available} captions of other images to draw from, fewer than "
+                f"--neighbours {neighbours}: lower --neighbours or add captions"
+            )
+
+
+def build_corpus(captions: list[Caption], pv: PVConfig) -> tuple[Corpus, object]:
+    """Sorted captions -> (Corpus, trained Doc2Vec model)."""
+    documents = [caption.text.split() for caption in captions]
+    model = train_paragraph_vectors(documents, pv)
+    columns = {name: [getattr(c, name) for c in captions] for name in CAPTION_COLUMNS}
+    return make_corpus(columns, unit_vectors(model), encode_ngrams(documents)), model
+
+
+def make_corpus(
+    captions: dict[str, list[str]], embeddings: np.ndarray, ngrams: NgramTable
+) -> Corpus:
+    _, image_of = np.unique(captions["image_id"], return_inverse=True)
+    return Corpus(
+        captions=captions,
+        split_of=np.asarray([SPLITS.index(s) for s in captions["split"]], dtype=np.int8),
+        image_of=image_of.astype(np.int64),
+        embeddings=embeddings,
+        ngrams=ngrams,
+    )
+
+
+def write_corpus(corpus: Corpus, model, output: str) -> CorpusRef:
+    directory = FileSystems.join(output, "corpus")
+    table = pa.table({name: corpus.captions[name] for name in CAPTION_COLUMNS})
+    with FileSystems.create(FileSystems.join(directory, "captions.parquet")) as handle:
+        pq.write_table(table, handle)
+    _write_npy(FileSystems.join(directory, "embeddings.npy"), corpus.embeddings)
+    with FileSystems.create(FileSystems.join(directory, "ngrams.npz")) as handle:
+        buffer = io.BytesIO()
+        np.savez(
+            buffer,
+            ids=corpus.ngrams.ids,
+            ranks=corpus.ngrams.ranks,
+            offsets=corpus.ngrams.offsets,
+            lengths=corpus.ngrams.lengths,
+            vocab_size=np.int64(corpus.ngrams.vocab_size),
+        )
+        handle.write(buffer.getvalue())
+    with FileSystems.create(FileSystems.join(output, "pv", "doc2vec.model")) as handle:
+        model.save(handle)
+    return CorpusRef(directory, len(corpus))
+
+
+def _write_npy(path: str, array: np.ndarray) -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    with FileSystems.create(path) as handle:
+        handle.write(buffer.getvalue())
+
+
+def _read_bytes(path: str) -> io.BytesIO:
+    with FileSystems.open(path, compression_type="uncompressed") as handle:
+        return io.BytesIO(handle.read())
+
+
+def load_corpus(directory: str) -> Corpus:
+    """Reads what :func:`write_corpus` wrote (once per worker process)."""
+    table = pq.read_table(_read_bytes(FileSystems.join(directory, "captions.parquet")))
+    ngrams = np.load(_read_bytes(FileSystems.join(directory, "ngrams.npz")))
+    corpus = make_corpus(
+        {name: table.column(name).to_pylist() for name in CAPTION_COLUMNS},
+        np.load(_read_bytes(FileSystems.join(directory, "embeddings.npy"))),
+        NgramTable(
+            ids=ngrams["ids"],
+            ranks=ngrams["ranks"],
+            offsets=ngrams["offsets"],
+            lengths=ngrams["lengths"],
+            vocab_size=int(ngrams["vocab_size"]),
+        ),
+    )
+    logging.info("loaded corpus of %d captions from %s", len(corpus), directory)
+    return corpus
+
+
+class TrainParagraphVectors(beam.PTransform):
+    """Caption (with split) -> one CorpusRef: where the corpus was written.
+
+    The global step: runs on one worker (see module docstring).
+    """
+
+    def __init__(self, *, pv: PVConfig, neighbours: int, decoy_pool: str, output: str):
+        super().__init__()
+        self._pv, self._neighbours, self._pool, self._output = pv, neighbours, decoy_pool, output
+
+    def expand(self, captions):
+        return (
+            captions
+            | "Gather" >> beam.combiners.ToList()
+            | "TrainAndWrite"
+            >> beam.Map(
+                train_and_write,
+                pv=self._pv,
+                neighbours=self._neighbours,
+                decoy_pool=self._pool,
+                output=self._output,
+            )
+        )
+
+
+def train_and_write(
+    captions: list[Caption], *, pv: PVConfig, neighbours: int, decoy_pool: str, output: str
+) -> CorpusRef:
+    ordered = sorted_captions(captions)
+    check_pool_size(ordered, neighbours, decoy_pool)
+    corpus, model = build_corpus(ordered, pv)
+    return write_corpus(corpus, model, output)

@@ -1,0 +1,97 @@
+"""Scoring candidates and choosing decoys (SPEC "Similarities", Algorithm 1).
+
+The maths are pure functions over a batch of (target, candidates) rows, so the
+same code serves the pipeline, the tests and the benchmarks.
+"""
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.metrics import Metrics
+
+from schemas.records import SKIPPED, Decoy, Selection, Skip
+from transforms.neighbours import Neighbourhood, acquire_searchable
+from transforms.progress import Progress
+from transforms.surface import sim_surf_batch
+
+DECOYS_PER_INSTANCE = 4
+TOO_FEW_DECOYS = "decoys/fewer_than_4_candidates_with_positive_score"
+
+
+def score(sim_pv: np.ndarray, sim_surf: np.ndarray, lam: float, limit: float) -> np.ndarray:
+    """Eq. 1: 0 where simSURF >= L (too close to be fair), else the blend.
+
+    >>> score(np.array([0.9, 0.9]), np.array([0.2, 0.5]), lam=0.3, limit=0.5).round(2).tolist()
+    [0.41, 0.0]
+    """
+    return np.where(sim_surf >= limit, 0.0, lam * sim_pv + (1.0 - lam) * sim_surf)
+
+
+def select_decoys(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray | None:
+    """Positions of the 4 best candidates with Score > 0, or None if fewer exist.
+
+    Ties go to the lower candidate row, i.e. the lower caption id.
+
+    >>> scores = np.array([0.5, 0.0, 0.7, 0.5, 0.6, 0.1])
+    >>> select_decoys(scores, candidates=np.array([9, 1, 2, 3, 4, 5])).tolist()
+    [2, 4, 3, 0]
+    """
+    kept = np.flatnonzero((scores > 0) & (candidates >= 0))
+    if len(kept) < DECOYS_PER_INSTANCE:
+        return None
+    order = np.lexsort((candidates[kept], -scores[kept]))
+    return kept[order[:DECOYS_PER_INSTANCE]]
+
+
+class ChooseDecoys(beam.PTransform):
+    """Neighbourhood batches -> Selection per target; Skip when too few decoys."""
+
+    def __init__(self, *, shared, decoy_pool: str, lam: float, limit: float):
+        super().__init__()
+        self._choose = _ChooseDecoys(shared, decoy_pool, lam, limit)
+
+    def expand(self, neighbourhoods):
+        return neighbourhoods | "Choose" >> beam.ParDo(self._choose).with_outputs(
+            SKIPPED, main="selections"
+        )
+
+
+class _ChooseDecoys(beam.DoFn):
+    def __init__(self, shared, decoy_pool: str, lam: float, limit: float):
+        self._shared, self._pool, self._lam, self._limit = shared, decoy_pool, lam, limit
+        self._too_few = Metrics.counter("decoys", "too_few_decoys")
+        self._pairs = Metrics.counter("decoys", "scored_pairs")
+        self._scratch = None
+        self._progress = None
+
+    def process(self, batch: Neighbourhood):
+        corpus = acquire_searchable(self._shared, batch.directory, self._pool).corpus
+        if self._scratch is None:
+            self._scratch = corpus.ngrams.scratch()  # one per DoFn instance: not thread-safe
+            self._progress = Progress("decoys", "targets", len(corpus))
+        sim_surf = sim_surf_batch(corpus.ngrams, batch.targets, batch.candidates, self._scratch)
+        scores = score(batch.sim_pv, sim_surf, self._lam, self._limit)
+        self._pairs.inc(int((batch.candidates >= 0).sum()))
+        for b, target_row in enumerate(batch.targets):
+            target = corpus.caption(int(target_row))
+            chosen = select_decoys(scores[b], batch.candidates[b])
+            if chosen is None:
+                self._too_few.inc()
+                yield beam.pvalue.TaggedOutput(
+                    SKIPPED, Skip(TOO_FEW_DECOYS, target.caption_id, target.split)
+                )
+                continue
+            decoys = []
+            for position in chosen:
+                decoy = corpus.caption(int(batch.candidates[b, position]))
+                decoys.append(
+                    Decoy(
+                        caption_id=decoy.caption_id,
+                        image_id=decoy.image_id,
+                        text=decoy.text,
+                        sim_pv=float(batch.sim_pv[b, position]),
+                        sim_surf=float(sim_surf[b, position]),
+                        score=float(scores[b, position]),
+                    )
+                )
+            yield Selection(target, tuple(decoys))
+        self._progress.advance(len(batch.targets))

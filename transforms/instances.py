@@ -1,0 +1,58 @@
+"""Instances: target + 4 decoys, shuffled by a permutation seeded per example."""
+
+import hashlib
+
+import apache_beam as beam
+import numpy as np
+
+from schemas.instance import NUM_OPTIONS
+from schemas.records import Selection
+
+
+def option_permutation(seed: int, example_id: str) -> np.ndarray:
+    """Where each of (target, decoy 1..4) goes; depends only on (seed, example_id).
+
+    A permutation seeded per example (not one random stream) keeps the order
+    independent of how the runner batches or orders instances.
+    """
+    digest = hashlib.blake2b(f"{seed}:{example_id}".encode(), digest_size=8).digest()
+    return np.random.default_rng(int.from_bytes(digest, "big")).permutation(NUM_OPTIONS)
+
+
+def build_instance(selection: Selection, seed: int) -> dict:
+    """Selection -> an instance row (schemas.instance.FIELDS)."""
+    target, decoys = selection
+    ordered = [(target.text, target.caption_id, target.image_id)]
+    ordered += [(decoy.text, decoy.caption_id, decoy.image_id) for decoy in decoys]
+    positions = option_permutation(seed, target.example_id)
+    options = [None] * NUM_OPTIONS
+    for source, position in enumerate(positions):
+        options[position] = ordered[source]
+    return {
+        "example_id": target.example_id,
+        "split": target.split,
+        "image_id": target.image_id,
+        "image_file": target.file_name,
+        "image_url": target.url,
+        "options": [text for text, _, _ in options],
+        "label": int(positions[0]),
+        "option_caption_ids": [caption_id for _, caption_id, _ in options],
+        "option_image_ids": [image_id for _, _, image_id in options],
+        "target_caption_id": target.caption_id,
+        "decoy_caption_ids": [decoy.caption_id for decoy in decoys],
+        "decoy_image_ids": [decoy.image_id for decoy in decoys],
+        "decoy_sim_pv": [decoy.sim_pv for decoy in decoys],
+        "decoy_sim_surf": [decoy.sim_surf for decoy in decoys],
+        "decoy_score": [decoy.score for decoy in decoys],
+    }
+
+
+class BuildInstances(beam.PTransform):
+    """Selection -> instance dict."""
+
+    def __init__(self, *, seed: int):
+        super().__init__()
+        self._seed = seed
+
+    def expand(self, selections):
+        return selections | "Shuffle options" >> beam.Map(build_instance, seed=self._seed)

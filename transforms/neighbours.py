@@ -1,0 +1,146 @@
+"""Neighbourhoods: each target's top-N captions of other images by simPV.
+
+Exact inner-product search (faiss ``IndexFlatIP``) over unit PV vectors, so
+the inner product is the cosine. A target's own image is excluded by asking
+for ``N + m`` neighbours, where ``m`` is the most captions any one image has
+in the pool, and dropping same-image hits: whenever the pool has ``N``
+captions of other images, exactly ``N`` candidates come back.
+"""
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import apache_beam as beam
+import faiss
+import numpy as np
+
+from transforms.corpus import Corpus, CorpusRef, load_corpus
+from transforms.progress import Progress
+from transforms.split import SPLITS
+
+DECOY_POOLS = ("all", "split")
+
+
+class Neighbourhood(NamedTuple):
+    """A batch of targets and their candidate lists (rows of the corpus)."""
+
+    directory: str
+    targets: np.ndarray  # int64 (B,)
+    candidates: np.ndarray  # int64 (B, N); -1 where the pool ran out
+    sim_pv: np.ndarray  # float64 (B, N); 0 where candidates is -1
+
+
+@dataclass
+class Pool:
+    """The captions decoys may come from, and an index over them."""
+
+    rows: np.ndarray  # corpus rows in the pool, ascending
+    index: faiss.Index
+    largest_image: int  # most captions of one image in the pool
+
+
+@dataclass
+class SearchableCorpus:
+    """A corpus with one pool per ``decoy_pool`` value; loaded once per process."""
+
+    corpus: Corpus
+    pools: dict[str, Pool]  # "all", or one per split
+
+    def by_pool(self, rows: np.ndarray) -> list[tuple[Pool, np.ndarray]]:
+        """Groups target rows by the pool their decoys come from."""
+        if "all" in self.pools:
+            return [(self.pools["all"], rows)]
+        codes = self.corpus.split_of[rows]
+        return [(self.pools[SPLITS[code]], rows[codes == code]) for code in np.unique(codes)]
+
+
+def make_pool(corpus: Corpus, rows: np.ndarray) -> Pool:
+    index = faiss.IndexFlatIP(corpus.embeddings.shape[1])
+    index.add(corpus.embeddings[rows])
+    per_image = np.bincount(corpus.image_of[rows]) if len(rows) else np.zeros(1, np.int64)
+    return Pool(rows=rows, index=index, largest_image=int(per_image.max()))
+
+
+def load_searchable(directory: str, decoy_pool: str) -> SearchableCorpus:
+    corpus = load_corpus(directory)
+    if decoy_pool == "all":
+        pools = {"all": make_pool(corpus, np.arange(len(corpus)))}
+    else:
+        pools = {
+            split: make_pool(corpus, np.flatnonzero(corpus.split_of == code))
+            for code, split in enumerate(SPLITS)
+        }
+    return SearchableCorpus(corpus=corpus, pools=pools)
+
+
+def acquire_searchable(shared, directory: str, decoy_pool: str) -> SearchableCorpus:
+    """The process-wide copy of the corpus, loaded by the first caller."""
+    return shared.acquire(
+        lambda: load_searchable(directory, decoy_pool), tag=f"{directory}|{decoy_pool}"
+    )
+
+
+def search(
+    corpus: Corpus, pool: Pool, targets: np.ndarray, neighbours: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(candidates, sim_pv), both (len(targets), neighbours), best first.
+
+    Candidates are corpus rows of other images than the target's; -1 (with
+    simPV 0) fills the rows' ends only when the pool is too small.
+    """
+    k = min(neighbours + pool.largest_image, len(pool.rows))
+    sims, local = pool.index.search(corpus.embeddings[targets], k)
+    rows = np.where(local >= 0, pool.rows[np.maximum(local, 0)], -1)
+    other = (rows >= 0) & (corpus.image_of[rows] != corpus.image_of[targets][:, None])
+    order = np.argsort(~other, axis=1, kind="stable")[:, :neighbours]
+    keep = np.take_along_axis(other, order, axis=1)
+    candidates = np.where(keep, np.take_along_axis(rows, order, axis=1), -1)
+    sim_pv = np.where(keep, np.take_along_axis(sims, order, axis=1), 0.0).astype(np.float64)
+    if candidates.shape[1] < neighbours:
+        pad = neighbours - candidates.shape[1]
+        candidates = np.pad(candidates, ((0, 0), (0, pad)), constant_values=-1)
+        sim_pv = np.pad(sim_pv, ((0, 0), (0, pad)))
+    return candidates, sim_pv
+
+
+def shard_ranges(ref: CorpusRef, shard_size: int):
+    for start in range(0, ref.size, shard_size):
+        yield ref.directory, start, min(start + shard_size, ref.size)
+
+
+class FindNeighbourhoods(beam.PTransform):
+    """CorpusRef -> Neighbourhood batches, in parallel over shards of targets."""
+
+    def __init__(
+        self, *, shared, neighbours: int, decoy_pool: str, shard_size: int, batch_size: int
+    ):
+        super().__init__()
+        self._search = _SearchShard(shared, neighbours, decoy_pool, batch_size)
+        self._shard_size = shard_size
+
+    def expand(self, corpus_ref):
+        return (
+            corpus_ref
+            | "Shards" >> beam.FlatMap(shard_ranges, shard_size=self._shard_size)
+            | "Distribute" >> beam.Reshuffle()
+            | "Search" >> beam.ParDo(self._search)
+        )
+
+
+class _SearchShard(beam.DoFn):
+    def __init__(self, shared, neighbours: int, decoy_pool: str, batch_size: int):
+        self._shared = shared
+        self._neighbours, self._pool, self._batch_size = neighbours, decoy_pool, batch_size
+        self._progress = None
+
+    def process(self, shard: tuple[str, int, int]):
+        directory, start, end = shard
+        searchable = acquire_searchable(self._shared, directory, self._pool)
+        if self._progress is None:
+            self._progress = Progress("neighbourhoods", "targets", len(searchable.corpus))
+        for pool, rows in searchable.by_pool(np.arange(start, end)):
+            for first in range(0, len(rows), self._batch_size):
+                targets = rows[first : first + self._batch_size]
+                candidates, sim_pv = search(searchable.corpus, pool, targets, self._neighbours)
+                self._progress.advance(len(targets))
+                yield Neighbourhood(directory, targets, candidates, sim_pv)

@@ -1,0 +1,86 @@
+"""Caption normalisation (Ding et al. 2016, section 5.1; SPEC "Normalisation").
+
+Every similarity in the project (PV training, BLEU, de-duplication) is computed
+on the same normalised token sequence, so this is the one place it is defined.
+"""
+
+import re
+from collections.abc import Iterable
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from schemas.records import SKIPPED, Caption, RawCaption, Skip, caption_order
+
+MAX_TOKENS = 30
+_NON_LETTERS = re.compile(r"[^a-z]+")
+
+
+def normalize_caption(caption: str) -> tuple[str, ...]:
+    """Lowercase, map every character outside a-z to a space, keep 30 tokens.
+
+    >>> normalize_caption("A man's 2 dogs, on the BEACH!")
+    ('a', 'man', 's', 'dogs', 'on', 'the', 'beach')
+    """
+    return tuple(_NON_LETTERS.sub(" ", caption.lower()).split()[:MAX_TOKENS])
+
+
+class NormalizeCaptions(beam.PTransform):
+    """RawCaption -> Caption, with Skip records on the ``skipped`` output.
+
+    Empty captions (after normalisation) are skipped as
+    ``normalize/empty_caption``; identical normalised captions of one image
+    count once (the lowest caption id is kept), the others are skipped as
+    ``normalize/duplicate_caption``.
+    """
+
+    def expand(self, raw_captions):
+        normalized = raw_captions | "Normalize" >> beam.ParDo(_Normalize()).with_outputs(
+            SKIPPED, main="captions"
+        )
+        deduplicated = (
+            normalized.captions
+            | "ByImage" >> beam.GroupBy(lambda caption: caption.image_id)
+            | "Deduplicate"
+            >> beam.ParDo(_DeduplicateImage()).with_outputs(SKIPPED, main="captions")
+        )
+        skipped = (normalized[SKIPPED], deduplicated[SKIPPED]) | "Skips" >> beam.Flatten()
+        return {"captions": deduplicated.captions, SKIPPED: skipped}
+
+
+class _Normalize(beam.DoFn):
+    def __init__(self):
+        self._empty = Metrics.counter("normalize", "empty_caption")
+
+    def process(self, raw: RawCaption):
+        tokens = normalize_caption(raw.caption)
+        if not tokens:
+            self._empty.inc()
+            yield beam.pvalue.TaggedOutput(SKIPPED, Skip("normalize/empty_caption", raw.caption_id))
+            return
+        yield Caption(
+            caption_id=raw.caption_id,
+            image_id=raw.image_id,
+            example_id="",
+            text=" ".join(tokens),
+            file_name=raw.file_name,
+            url=raw.url,
+        )
+
+
+class _DeduplicateImage(beam.DoFn):
+    def __init__(self):
+        self._duplicates = Metrics.counter("normalize", "duplicate_caption")
+
+    def process(self, image: tuple[str, Iterable[Caption]]):
+        image_id, captions = image
+        seen: set[str] = set()
+        for caption in sorted(captions, key=lambda c: caption_order(c.caption_id)):
+            if caption.text in seen:
+                self._duplicates.inc()
+                yield beam.pvalue.TaggedOutput(
+                    SKIPPED, Skip("normalize/duplicate_caption", caption.caption_id)
+                )
+                continue
+            yield caption._replace(example_id=f"{image_id}_{len(seen)}")
+            seen.add(caption.text)
