@@ -92,7 +92,7 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger().setLevel(logging.INFO)
     options, beam_args = parse_options(argv)
     try:
         statistics = run(options, beam_args)

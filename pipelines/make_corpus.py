@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.num_images <= MAX_IMAGES:
         parser.error(f"--num_images must be between 1 and {MAX_IMAGES:,}")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger().setLevel(logging.INFO)
     started = time.monotonic()
     write_coco(args.output, args.seed, args.num_images)
     logging.info(

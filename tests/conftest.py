@@ -1,0 +1,51 @@
+"""Datasets generated once per test session and shared by the tests that check them."""
+
+import os
+
+import pytest
+
+from pipelines.generate import run
+from pipelines.options import GenerateOptions
+from transforms.synthetic import write_coco
+
+COCO_VAL2017 = os.path.join(
+    os.path.dirname(__file__), "..", "..", "shared", "data", "coco", "captions_val2017.json"
+)
+
+SMALL = {"n_dev": 40, "n_test": 40, "neighbours": 60, "pv_dim": 64, "pv_epochs": 10}
+
+
+@pytest.fixture(scope="session")
+def synthetic_corpus(tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("corpus") / "captions_synthetic.json")
+    write_coco(path, seed=0, num_images=300)
+    return path
+
+
+@pytest.fixture(scope="session")
+def small_dataset(synthetic_corpus, tmp_path_factory) -> tuple[str, GenerateOptions]:
+    options = GenerateOptions(
+        input=synthetic_corpus, output=str(tmp_path_factory.mktemp("small")), **SMALL
+    )
+    run(options)
+    return options.output, options
+
+
+@pytest.fixture(scope="session")
+def small_dataset_split_pool(synthetic_corpus, tmp_path_factory) -> tuple[str, GenerateOptions]:
+    options = GenerateOptions(
+        input=synthetic_corpus,
+        output=str(tmp_path_factory.mktemp("small_split")),
+        decoy_pool="split",
+        **SMALL,
+    )
+    run(options, ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"])
+    return options.output, options
+
+
+@pytest.fixture(scope="session")
+def coco_dataset(tmp_path_factory) -> tuple[str, GenerateOptions]:
+    assert os.path.exists(COCO_VAL2017), f"{COCO_VAL2017} is missing: ../shared must sit beside"
+    options = GenerateOptions(input=COCO_VAL2017, output=str(tmp_path_factory.mktemp("coco")))
+    run(options)
+    return options.output, options

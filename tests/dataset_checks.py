@@ -1,0 +1,197 @@
+"""Invariants every generated dataset must satisfy, read back from its files.
+
+Used by the pipeline test (synthetic corpus) and the end-to-end COCO test.
+The decoy check recomputes neighbourhoods by brute force with numpy and
+simSURF with nltk itself, sharing nothing with the pipeline's search or
+kernel.
+"""
+
+import glob
+import json
+import os
+import warnings
+
+import numpy as np
+import pyarrow.parquet as pq
+from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
+
+from schemas.instance import parse_mcic_line
+from tests.tfrecord_reader import parse_example, read_records
+
+SPLITS = ("train", "dev", "test")
+
+
+def read_parquet(output: str, split: str) -> list[dict]:
+    files = sorted(glob.glob(os.path.join(output, split, "instances-*.parquet")))
+    assert files, f"no Parquet files for {split} in {output}"
+    rows = []
+    for path in files:
+        rows.extend(pq.read_table(path).to_pylist())
+    return rows
+
+
+def read_tfrecord(output: str, split: str) -> list[dict]:
+    files = sorted(glob.glob(os.path.join(output, split, "instances-*.tfrecord")))
+    assert files, f"no TFRecord files for {split} in {output}"
+    return [parse_example(record) for path in files for record in read_records(path)]
+
+
+def read_text(output: str, split: str) -> list[dict]:
+    files = sorted(glob.glob(os.path.join(output, split, "mcic-*.txt")))
+    assert files, f"no text files for {split} in {output}"
+    rows = []
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            rows.extend(parse_mcic_line(line) for line in handle if line.strip())
+    return rows
+
+
+def nltk_sim_surf(candidate: list[str], target: list[str]) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bleu = sentence_bleu([target], candidate)
+    return bleu / brevity_penalty(len(target), len(candidate))
+
+
+def check_instances(rows: list[dict], surf_limit: float) -> None:
+    for row in rows:
+        assert len(row["options"]) == 5
+        assert 0 <= row["label"] < 5
+        assert row["option_caption_ids"].count(row["target_caption_id"]) == 1
+        assert row["option_caption_ids"][row["label"]] == row["target_caption_id"]
+        assert row["option_image_ids"][row["label"]] == row["image_id"]
+        decoys = [cid for i, cid in enumerate(row["option_caption_ids"]) if i != row["label"]]
+        assert sorted(decoys) == sorted(row["decoy_caption_ids"])
+        assert row["image_id"] not in row["decoy_image_ids"]
+        assert all(score > 0 for score in row["decoy_score"])
+        assert all(surf < surf_limit for surf in row["decoy_sim_surf"])
+        assert row["decoy_score"] == sorted(row["decoy_score"], reverse=True)
+
+
+def check_formats_agree(output: str, split: str, rows: list[dict]) -> None:
+    by_id = {row["example_id"]: row for row in rows}
+    assert len(by_id) == len(rows), "duplicate example ids"
+    tfrecords = read_tfrecord(output, split)
+    texts = read_text(output, split)
+    assert len(tfrecords) == len(texts) == len(rows)
+    for features in tfrecords:
+        row = by_id[features["example_id"][0].decode()]
+        assert [o.decode() for o in features["options"]] == row["options"]
+        assert features["label"] == [row["label"]]
+        assert [c.decode() for c in features["decoy_caption_ids"]] == row["decoy_caption_ids"]
+        np.testing.assert_allclose(features["decoy_score"], row["decoy_score"], rtol=1e-6)
+    for text in texts:
+        row = by_id[text["example_id"]]
+        assert text["options"] == row["options"]
+        assert text["label"] == row["label"]
+        assert text["image_file"] == row["image_file"]
+
+
+def check_decoys_recomputed(
+    output: str,
+    rows: list[dict],
+    *,
+    neighbours: int,
+    lam: float,
+    surf_limit: float,
+    decoy_pool: str,
+    sample: int,
+    seed: int = 0,
+) -> int:
+    """Brute force + nltk: the decoys are the top 4 by Score of the top-N list.
+
+    Returns how many sampled targets were checked.
+    """
+    corpus = pq.read_table(os.path.join(output, "corpus", "captions.parquet")).to_pylist()
+    embeddings = np.load(os.path.join(output, "corpus", "embeddings.npy"))
+    row_of = {caption["caption_id"]: r for r, caption in enumerate(corpus)}
+    images = np.array([caption["image_id"] for caption in corpus])
+    splits = np.array([caption["split"] for caption in corpus])
+    rng = np.random.default_rng(seed)
+    for index in rng.choice(len(rows), size=min(sample, len(rows)), replace=False):
+        instance = rows[index]
+        target = row_of[instance["target_caption_id"]]
+        pool = images != images[target]
+        if decoy_pool == "split":
+            pool &= splits == splits[target]
+        candidates = np.flatnonzero(pool)
+        cosines = embeddings[candidates] @ embeddings[target]
+        top = candidates[np.argsort(-cosines, kind="stable")[:neighbours]]
+        target_tokens = corpus[target]["text"].split()
+        scores = {}
+        for candidate in top:
+            surf = nltk_sim_surf(corpus[candidate]["text"].split(), target_tokens)
+            pv = float(embeddings[candidate] @ embeddings[target])
+            score = 0.0 if surf >= surf_limit else lam * pv + (1 - lam) * surf
+            if score > 0:
+                scores[int(candidate)] = score
+        best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:4]
+        chosen = [row_of[caption_id] for caption_id in instance["decoy_caption_ids"]]
+        assert all(row in scores for row in chosen), instance["example_id"]
+        np.testing.assert_allclose(  # equal up to float32 cosine rounding near ties
+            [scores[row] for row in chosen], [score for _, score in best], atol=1e-6
+        )
+        for decoy_id, surf in zip(
+            instance["decoy_caption_ids"], instance["decoy_sim_surf"], strict=True
+        ):
+            decoy_tokens = corpus[row_of[decoy_id]]["text"].split()
+            assert abs(nltk_sim_surf(decoy_tokens, target_tokens) - surf) < 1e-9
+    return min(sample, len(rows))
+
+
+def check_dataset(
+    output: str,
+    *,
+    n_dev: int,
+    n_test: int,
+    neighbours: int,
+    lam: float = 0.3,
+    surf_limit: float = 0.5,
+    decoy_pool: str = "all",
+    sample: int = 30,
+) -> dict[str, list[dict]]:
+    """All invariants; returns the Parquet rows per split."""
+    rows = {split: read_parquet(output, split) for split in SPLITS}
+    corpus = pq.read_table(os.path.join(output, "corpus", "captions.parquet")).to_pylist()
+    split_images = {
+        split: {c["image_id"] for c in corpus if c["split"] == split} for split in SPLITS
+    }
+    assert len(split_images["dev"]) == n_dev
+    assert len(split_images["test"]) == n_test
+    assert not split_images["dev"] & split_images["test"]
+    assert not split_images["train"] & (split_images["dev"] | split_images["test"])
+    for split in SPLITS:
+        assert {row["image_id"] for row in rows[split]} <= split_images[split]
+        assert all(row["split"] == split for row in rows[split])
+        check_instances(rows[split], surf_limit)
+        check_formats_agree(output, split, rows[split])
+    if decoy_pool == "split":
+        image_split = {c["image_id"]: c["split"] for c in corpus}
+        for split in SPLITS:
+            for row in rows[split]:
+                assert {image_split[i] for i in row["decoy_image_ids"]} == {split}
+    every = [row for split in SPLITS for row in rows[split]]
+    check_decoys_recomputed(
+        output,
+        every,
+        neighbours=neighbours,
+        lam=lam,
+        surf_limit=surf_limit,
+        decoy_pool=decoy_pool,
+        sample=sample,
+    )
+    with open(os.path.join(output, "statistics.json")) as handle:
+        statistics = json.load(handle)
+    for split in SPLITS:
+        assert statistics["splits"][split]["instances"] == len(rows[split])
+        assert statistics["splits"][split]["images"] == len({r["image_id"] for r in rows[split]})
+    skipped = sum(statistics["skipped"].values())
+    drops = sum(v for k, v in statistics["skipped"].items() if k.startswith("decoys/"))
+    assert len(every) + drops == len(corpus)
+    assert skipped >= drops
+    assert not glob.glob(os.path.join(output, "*", "beam-temp-*")), "temporary files left"
+    with open(os.path.join(output, "manifest.json")) as handle:
+        manifest = json.load(handle)
+    assert manifest["options"]["neighbours"] == neighbours
+    assert all(len(entry["sha256"]) == 64 for entry in manifest["inputs"])
+    return rows

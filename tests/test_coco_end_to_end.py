@@ -1,0 +1,19 @@
+"""End to end on the real COCO 2017 validation captions (25,014 captions), defaults."""
+
+import json
+import os
+
+from tests.dataset_checks import check_dataset
+
+
+def test_coco_val2017_with_default_options(coco_dataset):
+    output, options = coco_dataset
+    assert (options.n_dev, options.n_test, options.neighbours) == (2000, 2000, 500)
+    rows = check_dataset(
+        output, n_dev=2000, n_test=2000, neighbours=500, decoy_pool="all", sample=25
+    )
+    with open(os.path.join(output, "statistics.json")) as handle:
+        statistics = json.load(handle)
+    assert statistics["skipped"]["normalize/duplicate_caption"] > 0
+    total = sum(len(split_rows) for split_rows in rows.values())
+    assert total + sum(statistics["skipped"].values()) == 25014

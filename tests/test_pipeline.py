@@ -1,0 +1,57 @@
+"""The whole pipeline on the DirectRunner, checked on what it wrote."""
+
+import json
+import os
+
+from tests.dataset_checks import check_dataset
+
+
+def _check(dataset, sample=40):
+    output, options = dataset
+    return check_dataset(
+        output,
+        n_dev=options.n_dev,
+        n_test=options.n_test,
+        neighbours=options.neighbours,
+        lam=options.score_lambda,
+        surf_limit=options.surf_limit,
+        decoy_pool=options.decoy_pool,
+        sample=sample,
+    )
+
+
+def test_synthetic_dataset_invariants(small_dataset):
+    rows = _check(small_dataset)
+    assert sum(len(r) for r in rows.values()) > 1000
+
+
+def test_split_pool_draws_decoys_from_the_targets_split_on_two_workers(small_dataset_split_pool):
+    _check(small_dataset_split_pool)
+
+
+def test_same_seed_gives_the_same_instances(small_dataset, tmp_path):
+    from pipelines.generate import run
+    from tests.dataset_checks import read_parquet
+
+    first_output, options = small_dataset
+    again = options.__class__(**{**options.__dict__, "output": str(tmp_path)})
+    run(again)
+    for split in ("train", "dev", "test"):
+        first = sorted(read_parquet(first_output, split), key=lambda r: r["example_id"])
+        second = sorted(read_parquet(str(tmp_path), split), key=lambda r: r["example_id"])
+        assert first == second
+
+
+def test_statistics_count_every_caption(small_dataset):
+    output, _ = small_dataset
+    with open(os.path.join(output, "statistics.json")) as handle:
+        statistics = json.load(handle)
+    with open(os.path.join(output, "manifest.json")) as handle:
+        manifest = json.load(handle)
+    assert manifest["statistics"]["splits"] == statistics["splits"]
+    assert statistics["total"]["instances"] + sum(statistics["skipped"].values()) == 1500
+    assert statistics["decoys"]["score"]["count"] == 4 * statistics["total"]["instances"]
+    assert (
+        sum(statistics["decoys"]["sim_surf"]["histogram"]["counts"])
+        == (statistics["decoys"]["sim_surf"]["count"])
+    )

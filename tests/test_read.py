@@ -1,0 +1,142 @@
+"""Readers: both formats, and a clear error for every kind of bad input."""
+
+import json
+
+import pytest
+
+from pipelines.generate import main
+from transforms.errors import InputError
+from transforms.read import expand_inputs, parse_captions, read_file
+
+COCO = {
+    "images": [
+        {"id": 7, "file_name": "COCO_val2014_000000000007.jpg", "coco_url": "http://x/7.jpg"},
+        {"id": 8, "file_name": "8.jpg"},
+    ],
+    "annotations": [
+        {"id": 70, "image_id": 7, "caption": "A dog."},
+        {"id": 80, "image_id": 8, "caption": "A cat."},
+    ],
+}
+
+
+def _parse(data: bytes, path="in.json"):
+    return list(parse_captions(path, data))
+
+
+def test_coco_records_carry_image_metadata():
+    records = _parse(json.dumps(COCO).encode())
+    assert [(r.caption_id, r.image_id, r.caption, r.file_name, r.url) for r in records] == [
+        ("70", "7", "A dog.", "COCO_val2014_000000000007.jpg", "http://x/7.jpg"),
+        ("80", "8", "A cat.", "8.jpg", ""),
+    ]
+
+
+def test_flickr_token_lines():
+    data = b"1000.jpg#0\tA child in pink.\n\n1000.jpg#1\tA girl going up stairs .\n"
+    records = _parse(data, "Flickr8k.token.txt")
+    assert [(r.caption_id, r.image_id, r.file_name) for r in records] == [
+        ("1000.jpg#0", "1000.jpg", "1000.jpg"),
+        ("1000.jpg#1", "1000.jpg", "1000.jpg"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"images": [], "annotations": [', "in.json: malformed JSON at line 1"),
+        (json.dumps({"images": []}).encode(), "in.json: no 'annotations' list"),
+        (
+            json.dumps(
+                {**COCO, "annotations": [{"id": 9, "image_id": 99, "caption": "x"}]}
+            ).encode(),
+            "in.json: annotations[0] (id 9) refers to image_id 99, which is not in 'images'",
+        ),
+        (
+            json.dumps({**COCO, "annotations": [{"id": 9, "image_id": 7}]}).encode(),
+            "in.json: annotations[0] has no 'caption'",
+        ),
+        (b'{"images": [], "annotations": ["caf\xe9"]}', "in.json: not UTF-8 (byte 35"),
+        (b"1000.jpg A child\n", "in.json: line 1: expected '<image file>#<k><TAB><caption>'"),
+    ],
+)
+def test_bad_input_names_file_and_record(data, message):
+    with pytest.raises(InputError) as raised:
+        _parse(data)
+    assert str(raised.value).startswith(message)
+
+
+def test_missing_input_names_the_pattern(tmp_path):
+    with pytest.raises(InputError, match=r"nothing_here\.json: no such file"):
+        expand_inputs(str(tmp_path / "nothing_here.json"))
+
+
+def test_globs_and_commas_expand_to_distinct_sorted_files(tmp_path):
+    for name in ("b.json", "a.json"):
+        (tmp_path / name).write_text("{}")
+    spec = f"{tmp_path}/*.json,{tmp_path}/a.json"
+    assert expand_inputs(spec) == [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+    assert read_file(str(tmp_path / "a.json")) == b"{}"
+
+
+def _run_cli(capsys, *args):
+    code = main(list(args))
+    return code, capsys.readouterr().err
+
+
+def test_cli_reports_bad_json_in_one_line_without_a_traceback(tmp_path, capsys):
+    bad = tmp_path / "captions_bad.json"
+    bad.write_text('{"images": [], "annotations": [}')
+    code, err = _run_cli(capsys, "--input", str(bad), "--output", str(tmp_path / "out"))
+    assert code == 2
+    assert err.startswith(f"error: {bad}: malformed JSON at line 1, column 32")
+    assert "Traceback" not in err
+
+
+def test_cli_reports_an_empty_corpus(tmp_path, capsys):
+    empty = tmp_path / "captions_empty.json"
+    empty.write_text(
+        json.dumps(
+            {
+                "images": [{"id": 1, "file_name": "1.jpg"}],
+                "annotations": [{"id": 1, "image_id": 1, "caption": "!!"}],
+            }
+        )
+    )
+    code, err = _run_cli(
+        capsys,
+        "--input",
+        str(empty),
+        "--output",
+        str(tmp_path / "out"),
+        "--n_dev",
+        "0",
+        "--n_test",
+        "0",
+    )
+    assert code == 2
+    assert "no captions left after normalisation" in err
+
+
+def test_cli_reports_a_corpus_too_small_for_n(tmp_path, capsys, synthetic_corpus):
+    code, err = _run_cli(
+        capsys,
+        "--input",
+        synthetic_corpus,
+        "--output",
+        str(tmp_path / "out"),
+        "--n_dev",
+        "10",
+        "--n_test",
+        "10",
+        "--neighbours",
+        "5000",
+    )
+    assert code == 2
+    assert "fewer than --neighbours 5000: lower --neighbours or add captions" in err
+
+
+def test_cli_reports_too_few_images_for_the_splits(tmp_path, capsys, synthetic_corpus):
+    code, err = _run_cli(capsys, "--input", synthetic_corpus, "--output", str(tmp_path / "out"))
+    assert code == 2
+    assert "the corpus has 300 images, fewer than n_dev + n_test = 2000 + 2000" in err

@@ -1,0 +1,72 @@
+"""simSURF kernel against nltk itself."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
+
+from tests.conftest import COCO_VAL2017
+from transforms.normalize import normalize_caption
+from transforms.surface import encode_ngrams, sim_surf_batch
+
+
+def nltk_reference(candidate, target):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bleu = sentence_bleu([list(target)], list(candidate))
+    return bleu / brevity_penalty(len(target), len(candidate))
+
+
+def kernel(captions, targets, candidates):
+    table = encode_ngrams(captions)
+    return sim_surf_batch(table, np.array(targets), np.array(candidates), table.scratch())
+
+
+def test_hand_made_cases_equal_nltk():
+    captions = [
+        ("a", "dog", "on", "a", "dog", "bed"),  # repeated n-grams: clipping
+        ("a", "dog", "on", "a", "bed"),
+        ("a", "dog"),  # too short for 3-grams: 0
+        ("a", "dog", "on", "a", "dog", "bed"),  # identical to 0: 1
+        ("the", "the", "the", "the"),
+        ("the", "cat", "sat", "on", "the", "mat", "the", "end"),
+    ]
+    pairs = [(t, c) for t in range(len(captions)) for c in range(len(captions))]
+    out = kernel(captions, [t for t, _ in pairs], [[c] for _, c in pairs])
+    for (t, c), value in zip(pairs, out[:, 0], strict=True):
+        assert value == pytest.approx(nltk_reference(captions[c], captions[t]), abs=1e-12)
+    assert out[3 * len(captions), 0] == pytest.approx(1.0)
+
+
+def test_missing_candidates_score_zero_and_scratch_is_left_clean():
+    captions = [("a", "dog", "runs", "fast"), ("a", "dog", "runs", "fast")]
+    table = encode_ngrams(captions)
+    scratch = table.scratch()
+    out = sim_surf_batch(table, np.array([0]), np.array([[1, -1]]), scratch)
+    assert out.tolist() == [[1.0, 0.0]]
+    assert not scratch.any()
+
+
+def test_equals_nltk_on_many_real_coco_pairs():
+    with open(COCO_VAL2017, encoding="utf-8") as handle:
+        annotations = json.load(handle)["annotations"]
+    annotations.sort(key=lambda a: (a["image_id"], a["id"]))
+    captions = [normalize_caption(a["caption"]) for a in annotations]
+    captions = [c for c in captions if c]
+    rng = np.random.default_rng(7)
+    targets = rng.integers(0, len(captions), size=300)
+    # Neighbouring rows are mostly captions of the same image: many nonzero BLEUs.
+    near = np.clip(targets[:, None] + np.arange(-4, 5)[None, :], 0, len(captions) - 1)
+    far = rng.integers(0, len(captions), size=(300, 11))
+    candidates = np.concatenate([near, far], axis=1)
+    out = kernel(captions, targets, candidates)
+    reference = np.array(
+        [
+            [nltk_reference(captions[c], captions[t]) for c in row]
+            for t, row in zip(targets, candidates, strict=True)
+        ]
+    )
+    np.testing.assert_allclose(out, reference, rtol=0, atol=1e-9)
+    assert (reference > 0).sum() > 1000  # the comparison covers real overlaps, not just zeros
