@@ -22,7 +22,8 @@ import sys
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.utils.shared import Shared
 
 from pipelines.manifest import build_manifest
@@ -30,7 +31,7 @@ from pipelines.options import GenerateOptions, parse_options
 from schemas.records import SKIPPED
 from transforms.corpus import TrainParagraphVectors
 from transforms.decoys import ChooseDecoys
-from transforms.errors import InputError
+from transforms.errors import input_error_message
 from transforms.instances import BuildInstances
 from transforms.neighbours import FindNeighbourhoods
 from transforms.normalize import NormalizeCaptions
@@ -78,11 +79,25 @@ def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: li
     _ = (instances, skips) | "WriteStatistics" >> WriteStatistics(output=options.output)
 
 
+def local_or_given_runner(beam_args: list[str]) -> beam.Pipeline:
+    """The runner named by ``--runner``, else Beam's in-process FnApiRunner.
+
+    Beam's DirectRunner first tries to download the Prism runner binary and
+    falls back to the FnApiRunner when it cannot; going straight to the
+    FnApiRunner keeps local runs offline and on the engine the tests use. It
+    honours ``--direct_num_workers`` and ``--direct_running_mode``.
+    """
+    pipeline_options = PipelineOptions(beam_args)
+    if pipeline_options.view_as(StandardOptions).runner:
+        return beam.Pipeline(options=pipeline_options)
+    return beam.Pipeline(runner=FnApiRunner(), options=pipeline_options)
+
+
 def run(options: GenerateOptions, beam_args: list[str] | None = None) -> dict:
     """Runs the pipeline, then writes the manifest last; returns the statistics."""
     options.validate()
     inputs = expand_inputs(options.input)
-    with beam.Pipeline(options=PipelineOptions(beam_args or [])) as pipeline:
+    with local_or_given_runner(beam_args or []) as pipeline:
         build_pipeline(pipeline, options, inputs)
     with FileSystems.open(FileSystems.join(options.output, STATISTICS_FILE)) as handle:
         statistics = json.load(handle)
@@ -96,8 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     options, beam_args = parse_options(argv)
     try:
         statistics = run(options, beam_args)
-    except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
+    except Exception as error:
+        message = input_error_message(error)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
         return 2
     print(table_one(statistics))
     print(f"dataset written to {options.output}")

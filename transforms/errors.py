@@ -6,3 +6,20 @@ class InputError(ValueError):
 
     Pipelines print it as one line instead of a stack trace.
     """
+
+
+_MARKER = f"{InputError.__module__}.{InputError.__qualname__}: "
+
+
+def input_error_message(error: BaseException) -> str | None:
+    """The InputError's message inside ``error``, or None if it holds none.
+
+    In-process runners re-raise the InputError itself (with " [while running
+    'Stage']" appended); a runner with worker processes re-raises a
+    RuntimeError whose text carries the worker's traceback, ending in
+    "transforms.errors.InputError: <message>". Both give the same message.
+    """
+    if not isinstance(error, InputError) and _MARKER not in str(error):
+        return None
+    message = str(error).rsplit(_MARKER, 1)[-1].strip().splitlines()[0]
+    return message.split(" [while running")[0]
