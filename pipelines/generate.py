@@ -33,7 +33,7 @@ from transforms.corpus import TrainParagraphVectors
 from transforms.decoys import ChooseDecoys
 from transforms.errors import input_error_message
 from transforms.instances import BuildInstances
-from transforms.neighbours import FindNeighbourhoods
+from transforms.neighbours import FindNeighbourhoods, SharedCorpus
 from transforms.normalize import NormalizeCaptions
 from transforms.read import ReadCaptions, expand_inputs
 from transforms.split import AssignSplits
@@ -46,7 +46,7 @@ MANIFEST_FILE = "manifest.json"
 
 def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
     """Algorithm 1's main loop as a graph; ``pipeline`` may be a TestPipeline."""
-    shared = Shared()  # one corpus copy per worker process, used by both stages below
+    corpus_copy = SharedCorpus(Shared(), options.decoy_pool, options.ivf_nprobe)
     raw = pipeline | "ReadCaptions" >> ReadCaptions(inputs)
     normalized = raw | "NormalizeCaptions" >> NormalizeCaptions()
     captions = normalized["captions"] | "AssignSplits" >> AssignSplits(
@@ -59,17 +59,14 @@ def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: li
         output=options.output,
     )
     neighbourhoods = corpus | "FindNeighbourhoods" >> FindNeighbourhoods(
-        shared=shared,
+        corpus=corpus_copy,
         neighbours=options.neighbours,
-        decoy_pool=options.decoy_pool,
+        index=options.index_config(),
         shard_size=options.shard_size,
         batch_size=options.batch_size,
     )
     decoys = neighbourhoods | "ChooseDecoys" >> ChooseDecoys(
-        shared=shared,
-        decoy_pool=options.decoy_pool,
-        lam=options.score_lambda,
-        limit=options.surf_limit,
+        corpus=corpus_copy, lam=options.score_lambda, limit=options.surf_limit
     )
     instances = decoys["selections"] | "BuildInstances" >> BuildInstances(seed=options.seed)
     _ = instances | "WriteInstances" >> WriteInstances(

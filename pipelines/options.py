@@ -9,8 +9,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from transforms.corpus import DECOY_POOLS
 from transforms.errors import InputError
-from transforms.neighbours import DECOY_POOLS
+from transforms.index import IndexConfig
 from transforms.paragraph_vectors import PVConfig
 
 REQUIRED = dataclasses.MISSING
@@ -50,6 +51,11 @@ class GenerateOptions:
     pv_workers: int = _option(
         1, "PV-DBOW training threads; 1 is reproducible for a seed, more is faster but not"
     )
+    index_exact_limit: int = _option(
+        100_000, "pools of up to this many captions are searched exactly; larger ones by IVF"
+    )
+    ivf_nlist: int = _option(0, "IVF clusters (0: 4 * sqrt(pool size))")
+    ivf_nprobe: int = _option(48, "IVF clusters scanned per query (recall vs time)")
     shard_size: int = _option(5000, "targets per shard of neighbour search and scoring")
     batch_size: int = _option(500, "targets per faiss query and scoring batch")
     output_shards: int = _option(0, "files per split and format (0: the runner decides)")
@@ -63,6 +69,14 @@ class GenerateOptions:
             negative=self.pv_negative,
             seed=self.seed,
             workers=self.pv_workers,
+        )
+
+    def index_config(self) -> IndexConfig:
+        return IndexConfig(
+            exact_limit=self.index_exact_limit,
+            nlist=self.ivf_nlist,
+            nprobe=self.ivf_nprobe,
+            seed=self.seed,
         )
 
     def validate(self) -> None:
@@ -119,3 +133,7 @@ def markdown_table(options_type: type = GenerateOptions) -> str:
         default = "required" if option.default is REQUIRED else f"`{option.default}`"
         rows.append(f"| `--{option.name}` | {default} | {option.metadata['help']} |")
     return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(markdown_table())  # the README's option table: python -m pipelines.options

@@ -1,6 +1,7 @@
 import numpy as np
 
 from transforms.corpus import make_corpus
+from transforms.index import IndexConfig, build_index
 from transforms.neighbours import make_pool, search
 from transforms.surface import encode_ngrams
 
@@ -22,10 +23,15 @@ def _corpus(images, splits=None, dim=8, seed=0):
     return make_corpus(captions, vectors, encode_ngrams([("a", "dog")] * n))
 
 
+def _pool(corpus, rows):
+    exact = IndexConfig(exact_limit=len(rows), nlist=0, nprobe=1, seed=0)
+    return make_pool(corpus, rows, build_index(corpus.embeddings[rows], exact))
+
+
 def test_top_n_of_other_images_equals_brute_force():
     images = np.repeat(np.arange(40), 5)  # 200 captions, 5 per image
     corpus = _corpus(images.tolist())
-    pool = make_pool(corpus, np.arange(len(images)))
+    pool = _pool(corpus, np.arange(len(images)))
     targets = np.arange(0, 200, 7)
     candidates, sim_pv = search(corpus, pool, targets, neighbours=30)
     assert candidates.shape == (len(targets), 30)
@@ -40,14 +46,14 @@ def test_top_n_of_other_images_equals_brute_force():
 def test_exactly_n_when_the_pool_has_exactly_n_captions_of_other_images():
     images = [0, 0, 0, 1, 2, 3, 4]  # image 0's captions have 4 others
     corpus = _corpus(images)
-    candidates, _ = search(corpus, make_pool(corpus, np.arange(7)), np.array([0, 1]), 4)
+    candidates, _ = search(corpus, _pool(corpus, np.arange(7)), np.array([0, 1]), 4)
     assert sorted(candidates[0].tolist()) == [3, 4, 5, 6]
     assert sorted(candidates[1].tolist()) == [3, 4, 5, 6]
 
 
 def test_a_too_small_pool_pads_with_minus_one():
     corpus = _corpus([0, 0, 1, 2])
-    candidates, sim_pv = search(corpus, make_pool(corpus, np.arange(4)), np.array([0]), 5)
+    candidates, sim_pv = search(corpus, _pool(corpus, np.arange(4)), np.array([0]), 5)
     assert sorted(candidates[0, :2].tolist()) == [2, 3]
     assert candidates[0, 2:].tolist() == [-1, -1, -1]
     assert sim_pv[0, 2:].tolist() == [0.0, 0.0, 0.0]
@@ -58,6 +64,6 @@ def test_split_pool_only_returns_rows_of_that_pool():
     splits = ["train"] * 10 + ["dev"] * 10
     corpus = _corpus(images, splits)
     dev_rows = np.arange(10, 20)
-    candidates, _ = search(corpus, make_pool(corpus, dev_rows), np.array([12, 15]), 9)
+    candidates, _ = search(corpus, _pool(corpus, dev_rows), np.array([12, 15]), 9)
     assert set(candidates.ravel().tolist()) <= set(dev_rows.tolist())
     assert 12 not in candidates[0] and 15 not in candidates[1]

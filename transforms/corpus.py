@@ -37,6 +37,7 @@ from transforms.split import SPLITS
 from transforms.surface import NgramTable, encode_ngrams
 
 CAPTION_COLUMNS = Caption._fields
+DECOY_POOLS = ("all", "split")
 
 
 class CorpusRef(NamedTuple):
@@ -61,6 +62,12 @@ class Corpus:
 
     def caption(self, row: int) -> Caption:
         return Caption(*(self.captions[name][row] for name in CAPTION_COLUMNS))
+
+    def pools(self, decoy_pool: str) -> dict[str, np.ndarray]:
+        """The rows decoys may come from: one pool ("all") or one per split."""
+        if decoy_pool == "all":
+            return {"all": np.arange(len(self))}
+        return {split: np.flatnonzero(self.split_of == code) for code, split in enumerate(SPLITS)}
 
 
 def sorted_captions(captions: Iterable[Caption]) -> list[Caption]:
@@ -142,18 +149,18 @@ def _write_npy(path: str, array: np.ndarray) -> None:
         handle.write(buffer.getvalue())
 
 
-def _read_bytes(path: str) -> io.BytesIO:
+def read_bytes(path: str) -> io.BytesIO:
     with FileSystems.open(path, compression_type="uncompressed") as handle:
         return io.BytesIO(handle.read())
 
 
 def load_corpus(directory: str) -> Corpus:
     """Reads what :func:`write_corpus` wrote (once per worker process)."""
-    table = pq.read_table(_read_bytes(FileSystems.join(directory, "captions.parquet")))
-    ngrams = np.load(_read_bytes(FileSystems.join(directory, "ngrams.npz")))
+    table = pq.read_table(read_bytes(FileSystems.join(directory, "captions.parquet")))
+    ngrams = np.load(read_bytes(FileSystems.join(directory, "ngrams.npz")))
     corpus = make_corpus(
         {name: table.column(name).to_pylist() for name in CAPTION_COLUMNS},
-        np.load(_read_bytes(FileSystems.join(directory, "embeddings.npy"))),
+        np.load(read_bytes(FileSystems.join(directory, "embeddings.npy"))),
         NgramTable(
             ids=ngrams["ids"],
             ranks=ngrams["ranks"],

@@ -9,7 +9,7 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from schemas.records import SKIPPED, Decoy, Selection, Skip
-from transforms.neighbours import Neighbourhood, acquire_searchable
+from transforms.neighbours import Neighbourhood, SharedCorpus
 from transforms.progress import Progress
 from transforms.surface import sim_surf_batch
 
@@ -45,9 +45,9 @@ def select_decoys(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray | No
 class ChooseDecoys(beam.PTransform):
     """Neighbourhood batches -> Selection per target; Skip when too few decoys."""
 
-    def __init__(self, *, shared, decoy_pool: str, lam: float, limit: float):
+    def __init__(self, *, corpus: SharedCorpus, lam: float, limit: float):
         super().__init__()
-        self._choose = _ChooseDecoys(shared, decoy_pool, lam, limit)
+        self._choose = _ChooseDecoys(corpus, lam, limit)
 
     def expand(self, neighbourhoods):
         return neighbourhoods | "Choose" >> beam.ParDo(self._choose).with_outputs(
@@ -56,15 +56,15 @@ class ChooseDecoys(beam.PTransform):
 
 
 class _ChooseDecoys(beam.DoFn):
-    def __init__(self, shared, decoy_pool: str, lam: float, limit: float):
-        self._shared, self._pool, self._lam, self._limit = shared, decoy_pool, lam, limit
+    def __init__(self, corpus: SharedCorpus, lam: float, limit: float):
+        self._corpus, self._lam, self._limit = corpus, lam, limit
         self._too_few = Metrics.counter("decoys", "too_few_decoys")
         self._pairs = Metrics.counter("decoys", "scored_pairs")
         self._scratch = None
         self._progress = None
 
     def process(self, batch: Neighbourhood):
-        corpus = acquire_searchable(self._shared, batch.directory, self._pool).corpus
+        corpus = self._corpus.acquire(batch.directory).corpus
         if self._scratch is None:
             self._scratch = corpus.ngrams.scratch()  # one per DoFn instance: not thread-safe
             self._progress = Progress("decoys", "targets", len(corpus))

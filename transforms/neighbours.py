@@ -1,24 +1,27 @@
 """Neighbourhoods: each target's top-N captions of other images by simPV.
 
-Exact inner-product search (faiss ``IndexFlatIP``) over unit PV vectors, so
-the inner product is the cosine. A target's own image is excluded by asking
+Inner-product search over unit PV vectors (transforms/index.py: exact for
+small pools, IVF for large ones). A target's own image is excluded by asking
 for ``N + m`` neighbours, where ``m`` is the most captions any one image has
 in the pool, and dropping same-image hits: whenever the pool has ``N``
 captions of other images, exactly ``N`` candidates come back.
 """
 
+import logging
+import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import apache_beam as beam
 import faiss
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.utils.shared import Shared
 
-from transforms.corpus import Corpus, CorpusRef, load_corpus
+from transforms import index as faiss_index
+from transforms.corpus import Corpus, CorpusRef, load_corpus, read_bytes
 from transforms.progress import Progress
 from transforms.split import SPLITS
-
-DECOY_POOLS = ("all", "split")
 
 
 class Neighbourhood(NamedTuple):
@@ -54,30 +57,64 @@ class SearchableCorpus:
         return [(self.pools[SPLITS[code]], rows[codes == code]) for code in np.unique(codes)]
 
 
-def make_pool(corpus: Corpus, rows: np.ndarray) -> Pool:
-    index = faiss.IndexFlatIP(corpus.embeddings.shape[1])
-    index.add(corpus.embeddings[rows])
+def index_path(directory: str, pool: str) -> str:
+    return FileSystems.join(directory, f"index-{pool}.faiss")
+
+
+def build_indexes(ref: CorpusRef, *, decoy_pool: str, config: faiss_index.IndexConfig) -> CorpusRef:
+    """The global step of this stage: one index per pool, written beside the corpus."""
+    corpus = load_corpus(ref.directory)
+    for pool, rows in corpus.pools(decoy_pool).items():
+        started = time.monotonic()
+        index = faiss_index.build_index(corpus.embeddings[rows], config)
+        with FileSystems.create(index_path(ref.directory, pool)) as handle:
+            handle.write(faiss_index.serialize(index))
+        logging.info(
+            "built %s index of the %s pool (%d captions) in %.1fs",
+            type(index).__name__,
+            pool,
+            len(rows),
+            time.monotonic() - started,
+        )
+    return ref
+
+
+def make_pool(corpus: Corpus, rows: np.ndarray, index: faiss.Index) -> Pool:
     per_image = np.bincount(corpus.image_of[rows]) if len(rows) else np.zeros(1, np.int64)
     return Pool(rows=rows, index=index, largest_image=int(per_image.max()))
 
 
-def load_searchable(directory: str, decoy_pool: str) -> SearchableCorpus:
+def load_searchable(directory: str, decoy_pool: str, nprobe: int) -> SearchableCorpus:
     corpus = load_corpus(directory)
-    if decoy_pool == "all":
-        pools = {"all": make_pool(corpus, np.arange(len(corpus)))}
-    else:
-        pools = {
-            split: make_pool(corpus, np.flatnonzero(corpus.split_of == code))
-            for code, split in enumerate(SPLITS)
-        }
+    pools = {
+        pool: make_pool(
+            corpus,
+            rows,
+            faiss_index.deserialize(read_bytes(index_path(directory, pool)).getvalue(), nprobe),
+        )
+        for pool, rows in corpus.pools(decoy_pool).items()
+    }
     return SearchableCorpus(corpus=corpus, pools=pools)
 
 
-def acquire_searchable(shared, directory: str, decoy_pool: str) -> SearchableCorpus:
-    """The process-wide copy of the corpus, loaded by the first caller."""
-    return shared.acquire(
-        lambda: load_searchable(directory, decoy_pool), tag=f"{directory}|{decoy_pool}"
-    )
+@dataclass(frozen=True)
+class SharedCorpus:
+    """How every stage gets the one copy of the corpus and indexes of its process.
+
+    Pickled into the DoFns of both the neighbourhood and the decoy stage; the
+    ``Shared`` handle makes the first caller in a worker process load the
+    files and every later caller (any thread, either stage) reuse them.
+    """
+
+    shared: Shared
+    decoy_pool: str
+    nprobe: int
+
+    def acquire(self, directory: str) -> SearchableCorpus:
+        return self.shared.acquire(
+            lambda: load_searchable(directory, self.decoy_pool, self.nprobe),
+            tag=f"{directory}|{self.decoy_pool}|{self.nprobe}",
+        )
 
 
 def search(
@@ -109,18 +146,29 @@ def shard_ranges(ref: CorpusRef, shard_size: int):
 
 
 class FindNeighbourhoods(beam.PTransform):
-    """CorpusRef -> Neighbourhood batches, in parallel over shards of targets."""
+    """CorpusRef -> Neighbourhood batches, in parallel over shards of targets.
+
+    The index is built once, on one worker (``BuildIndex``); the search runs
+    on every worker, each process loading the index once.
+    """
 
     def __init__(
-        self, *, shared, neighbours: int, decoy_pool: str, shard_size: int, batch_size: int
+        self,
+        *,
+        corpus: SharedCorpus,
+        neighbours: int,
+        index: faiss_index.IndexConfig,
+        shard_size: int,
+        batch_size: int,
     ):
         super().__init__()
-        self._search = _SearchShard(shared, neighbours, decoy_pool, batch_size)
-        self._shard_size = shard_size
+        self._search = _SearchShard(corpus, neighbours, batch_size)
+        self._pool, self._index, self._shard_size = corpus.decoy_pool, index, shard_size
 
     def expand(self, corpus_ref):
         return (
             corpus_ref
+            | "BuildIndex" >> beam.Map(build_indexes, decoy_pool=self._pool, config=self._index)
             | "Shards" >> beam.FlatMap(shard_ranges, shard_size=self._shard_size)
             | "Distribute" >> beam.Reshuffle()
             | "Search" >> beam.ParDo(self._search)
@@ -128,14 +176,13 @@ class FindNeighbourhoods(beam.PTransform):
 
 
 class _SearchShard(beam.DoFn):
-    def __init__(self, shared, neighbours: int, decoy_pool: str, batch_size: int):
-        self._shared = shared
-        self._neighbours, self._pool, self._batch_size = neighbours, decoy_pool, batch_size
+    def __init__(self, corpus: SharedCorpus, neighbours: int, batch_size: int):
+        self._corpus, self._neighbours, self._batch_size = corpus, neighbours, batch_size
         self._progress = None
 
     def process(self, shard: tuple[str, int, int]):
         directory, start, end = shard
-        searchable = acquire_searchable(self._shared, directory, self._pool)
+        searchable = self._corpus.acquire(directory)
         if self._progress is None:
             self._progress = Progress("neighbourhoods", "targets", len(searchable.corpus))
         for pool, rows in searchable.by_pool(np.arange(start, end)):
