@@ -16,7 +16,6 @@ On Dataflow::
         --region REGION --temp_location gs://BUCKET/tmp --setup_file ./setup.py
 """
 
-import json
 import logging
 import sys
 
@@ -37,7 +36,13 @@ from transforms.neighbours import FindNeighbourhoods, SharedCorpus
 from transforms.normalize import NormalizeCaptions
 from transforms.read import ReadCaptions, expand_inputs
 from transforms.split import AssignSplits
-from transforms.statistics import WriteStatistics, table_one, write_json
+from transforms.statistics import (
+    WriteSkips,
+    compute_statistics,
+    read_written,
+    table_one,
+    write_json,
+)
 from transforms.write import WriteInstances
 
 STATISTICS_FILE = "statistics.json"
@@ -46,7 +51,7 @@ MANIFEST_FILE = "manifest.json"
 
 def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
     """Algorithm 1's main loop as a graph; ``pipeline`` may be a TestPipeline."""
-    corpus_copy = SharedCorpus(Shared(), options.decoy_pool, options.ivf_nprobe)
+    corpus_copy = SharedCorpus(Shared(), options.decoy_pool, options.index_config())
     raw = pipeline | "ReadCaptions" >> ReadCaptions(inputs)
     normalized = raw | "NormalizeCaptions" >> NormalizeCaptions()
     captions = normalized["captions"] | "AssignSplits" >> AssignSplits(
@@ -61,7 +66,6 @@ def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: li
     neighbourhoods = corpus | "FindNeighbourhoods" >> FindNeighbourhoods(
         corpus=corpus_copy,
         neighbours=options.neighbours,
-        index=options.index_config(),
         shard_size=options.shard_size,
         batch_size=options.batch_size,
     )
@@ -73,7 +77,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: li
         output=options.output, num_shards=options.output_shards
     )
     skips = (normalized[SKIPPED], decoys[SKIPPED]) | "Skips" >> beam.Flatten()
-    _ = (instances, skips) | "WriteStatistics" >> WriteStatistics(output=options.output)
+    _ = skips | "WriteSkips" >> WriteSkips(output=options.output)
 
 
 def local_or_given_runner(beam_args: list[str]) -> beam.Pipeline:
@@ -90,15 +94,27 @@ def local_or_given_runner(beam_args: list[str]) -> beam.Pipeline:
     return beam.Pipeline(runner=FnApiRunner(), options=pipeline_options)
 
 
+def counters(result: beam.runners.runner.PipelineResult) -> dict[str, int]:
+    """Beam counters of a finished run as {"namespace/name": value}."""
+    values = {}
+    for counter in result.metrics().query()["counters"]:
+        value = counter.committed if counter.committed is not None else counter.attempted
+        key = f"{counter.key.metric.namespace}/{counter.key.metric.name}"
+        values[key] = values.get(key, 0) + value
+    return dict(sorted(values.items()))
+
+
 def run(options: GenerateOptions, beam_args: list[str] | None = None) -> dict:
-    """Runs the pipeline, then writes the manifest last; returns the statistics."""
+    """Runs the pipeline, then writes the statistics and, last, the manifest."""
     options.validate()
     inputs = expand_inputs(options.input)
-    with local_or_given_runner(beam_args or []) as pipeline:
-        build_pipeline(pipeline, options, inputs)
-    with FileSystems.open(FileSystems.join(options.output, STATISTICS_FILE)) as handle:
-        statistics = json.load(handle)
-    manifest = build_manifest(options, inputs, beam_args or [], statistics)
+    pipeline = local_or_given_runner(beam_args or [])
+    build_pipeline(pipeline, options, inputs)
+    result = pipeline.run()
+    result.wait_until_finish()
+    statistics = compute_statistics(*read_written(options.output))
+    write_json(FileSystems.join(options.output, STATISTICS_FILE), statistics)
+    manifest = build_manifest(options, inputs, beam_args or [], statistics, counters(result))
     write_json(FileSystems.join(options.output, MANIFEST_FILE), manifest)
     return statistics
 

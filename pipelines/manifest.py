@@ -45,7 +45,9 @@ def _git_commit() -> str | None:
     return result.stdout.strip()
 
 
-def build_manifest(options, inputs: list[str], beam_args: list[str], statistics: dict) -> dict:
+def build_manifest(
+    options, inputs: list[str], beam_args: list[str], statistics: dict, counters: dict[str, int]
+) -> dict:
     return {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "options": dataclasses.asdict(options),
@@ -57,4 +59,5 @@ def build_manifest(options, inputs: list[str], beam_args: list[str], statistics:
             "python": platform.python_version(),
         },
         "statistics": {"splits": statistics["splits"], "skipped": statistics["skipped"]},
+        "metrics": counters,
     }

@@ -56,6 +56,9 @@ class GenerateOptions:
     )
     ivf_nlist: int = _option(0, "IVF clusters (0: 4 * sqrt(pool size))")
     ivf_nprobe: int = _option(48, "IVF clusters scanned per query (recall vs time)")
+    search_threads: int = _option(
+        0, "faiss threads per worker process (0: all cores; 1 when running several workers)"
+    )
     shard_size: int = _option(5000, "targets per shard of neighbour search and scoring")
     batch_size: int = _option(500, "targets per faiss query and scoring batch")
     output_shards: int = _option(0, "files per split and format (0: the runner decides)")
@@ -77,6 +80,7 @@ class GenerateOptions:
             nlist=self.ivf_nlist,
             nprobe=self.ivf_nprobe,
             seed=self.seed,
+            threads=self.search_threads,
         )
 
     def validate(self) -> None:

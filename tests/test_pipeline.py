@@ -49,6 +49,19 @@ def test_statistics_count_every_caption(small_dataset):
     with open(os.path.join(output, "manifest.json")) as handle:
         manifest = json.load(handle)
     assert manifest["statistics"]["splits"] == statistics["splits"]
+    metrics = manifest["metrics"]
+    assert (
+        metrics["normalize/duplicate_caption"]
+        == statistics["skipped"]["normalize/duplicate_caption"]
+    )
+    assert (
+        metrics["corpus/captions"]
+        == metrics["decoys/targets"]
+        == (
+            statistics["total"]["instances"]
+            + statistics["skipped"].get("decoys/fewer_than_4_candidates_with_positive_score", 0)
+        )
+    )
     assert statistics["total"]["instances"] + sum(statistics["skipped"].values()) == 1500
     assert statistics["decoys"]["score"]["count"] == 4 * statistics["total"]["instances"]
     assert (

@@ -29,10 +29,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
 
 from schemas.records import Caption, caption_order
 from transforms.errors import InputError
 from transforms.paragraph_vectors import PVConfig, train_paragraph_vectors, unit_vectors
+from transforms.progress import timed
 from transforms.split import SPLITS
 from transforms.surface import NgramTable, encode_ngrams
 
@@ -97,14 +99,6 @@ def check_pool_size(captions: list[Caption], neighbours: int, decoy_pool: str) -
                 f"{available} captions of other images to draw from, fewer than "
                 f"--neighbours {neighbours}: lower --neighbours or add captions"
             )
-
-
-def build_corpus(captions: list[Caption], pv: PVConfig) -> tuple[Corpus, object]:
-    """Sorted captions -> (Corpus, trained Doc2Vec model)."""
-    documents = [caption.text.split() for caption in captions]
-    model = train_paragraph_vectors(documents, pv)
-    columns = {name: [getattr(c, name) for c in captions] for name in CAPTION_COLUMNS}
-    return make_corpus(columns, unit_vectors(model), encode_ngrams(documents)), model
 
 
 def make_corpus(
@@ -203,5 +197,11 @@ def train_and_write(
 ) -> CorpusRef:
     ordered = sorted_captions(captions)
     check_pool_size(ordered, neighbours, decoy_pool)
-    corpus, model = build_corpus(ordered, pv)
-    return write_corpus(corpus, model, output)
+    Metrics.counter("corpus", "captions").inc(len(ordered))
+    documents = [caption.text.split() for caption in ordered]
+    with timed("pv", "train"):
+        model = train_paragraph_vectors(documents, pv)
+    with timed("corpus", "encode_and_write"):
+        columns = {name: [getattr(c, name) for c in ordered] for name in CAPTION_COLUMNS}
+        corpus = make_corpus(columns, unit_vectors(model), encode_ngrams(documents))
+        return write_corpus(corpus, model, output)

@@ -9,8 +9,9 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from schemas.records import SKIPPED, Decoy, Selection, Skip
+from transforms.corpus import Corpus
 from transforms.neighbours import Neighbourhood, SharedCorpus
-from transforms.progress import Progress
+from transforms.progress import Progress, timed
 from transforms.surface import sim_surf_batch
 
 DECOYS_PER_INSTANCE = 4
@@ -68,6 +69,12 @@ class _ChooseDecoys(beam.DoFn):
         if self._scratch is None:
             self._scratch = corpus.ngrams.scratch()  # one per DoFn instance: not thread-safe
             self._progress = Progress("decoys", "targets", len(corpus))
+        with timed("decoys", "choose"):  # a list, so downstream stages are not timed too
+            outputs = list(self._choose(corpus, batch))
+        self._progress.advance(len(batch.targets))
+        yield from outputs
+
+    def _choose(self, corpus: Corpus, batch: Neighbourhood):
         sim_surf = sim_surf_batch(corpus.ngrams, batch.targets, batch.candidates, self._scratch)
         scores = score(batch.sim_pv, sim_surf, self._lam, self._limit)
         self._pairs.inc(int((batch.candidates >= 0).sum()))
@@ -94,4 +101,3 @@ class _ChooseDecoys(beam.DoFn):
                     )
                 )
             yield Selection(target, tuple(decoys))
-        self._progress.advance(len(batch.targets))

@@ -20,7 +20,7 @@ from apache_beam.utils.shared import Shared
 
 from transforms import index as faiss_index
 from transforms.corpus import Corpus, CorpusRef, load_corpus, read_bytes
-from transforms.progress import Progress
+from transforms.progress import Progress, timed
 from transforms.split import SPLITS
 
 
@@ -66,7 +66,8 @@ def build_indexes(ref: CorpusRef, *, decoy_pool: str, config: faiss_index.IndexC
     corpus = load_corpus(ref.directory)
     for pool, rows in corpus.pools(decoy_pool).items():
         started = time.monotonic()
-        index = faiss_index.build_index(corpus.embeddings[rows], config)
+        with timed("index", "build"):
+            index = faiss_index.build_index(corpus.embeddings[rows], config)
         with FileSystems.create(index_path(ref.directory, pool)) as handle:
             handle.write(faiss_index.serialize(index))
         logging.info(
@@ -84,13 +85,15 @@ def make_pool(corpus: Corpus, rows: np.ndarray, index: faiss.Index) -> Pool:
     return Pool(rows=rows, index=index, largest_image=int(per_image.max()))
 
 
-def load_searchable(directory: str, decoy_pool: str, nprobe: int) -> SearchableCorpus:
+def load_searchable(
+    directory: str, decoy_pool: str, config: faiss_index.IndexConfig
+) -> SearchableCorpus:
     corpus = load_corpus(directory)
     pools = {
         pool: make_pool(
             corpus,
             rows,
-            faiss_index.deserialize(read_bytes(index_path(directory, pool)).getvalue(), nprobe),
+            faiss_index.deserialize(read_bytes(index_path(directory, pool)).getvalue(), config),
         )
         for pool, rows in corpus.pools(decoy_pool).items()
     }
@@ -108,12 +111,12 @@ class SharedCorpus:
 
     shared: Shared
     decoy_pool: str
-    nprobe: int
+    index: faiss_index.IndexConfig
 
     def acquire(self, directory: str) -> SearchableCorpus:
         return self.shared.acquire(
-            lambda: load_searchable(directory, self.decoy_pool, self.nprobe),
-            tag=f"{directory}|{self.decoy_pool}|{self.nprobe}",
+            lambda: load_searchable(directory, self.decoy_pool, self.index),
+            tag=f"{directory}|{self.decoy_pool}|{self.index}",
         )
 
 
@@ -157,13 +160,12 @@ class FindNeighbourhoods(beam.PTransform):
         *,
         corpus: SharedCorpus,
         neighbours: int,
-        index: faiss_index.IndexConfig,
         shard_size: int,
         batch_size: int,
     ):
         super().__init__()
         self._search = _SearchShard(corpus, neighbours, batch_size)
-        self._pool, self._index, self._shard_size = corpus.decoy_pool, index, shard_size
+        self._pool, self._index, self._shard_size = corpus.decoy_pool, corpus.index, shard_size
 
     def expand(self, corpus_ref):
         return (
@@ -188,6 +190,7 @@ class _SearchShard(beam.DoFn):
         for pool, rows in searchable.by_pool(np.arange(start, end)):
             for first in range(0, len(rows), self._batch_size):
                 targets = rows[first : first + self._batch_size]
-                candidates, sim_pv = search(searchable.corpus, pool, targets, self._neighbours)
+                with timed("neighbourhoods", "search"):
+                    candidates, sim_pv = search(searchable.corpus, pool, targets, self._neighbours)
                 self._progress.advance(len(targets))
                 yield Neighbourhood(directory, targets, candidates, sim_pv)

@@ -2,6 +2,7 @@
 
 import logging
 import time
+from contextlib import contextmanager
 
 from apache_beam.metrics import Metrics
 
@@ -34,3 +35,17 @@ class Progress:
                 self._total,
                 rate,
             )
+
+
+@contextmanager
+def timed(namespace: str, name: str):
+    """Adds the block's wall time to the Beam counter ``<name>_ms``.
+
+    Summed over workers, so for a parallel stage it is busy time, not wall
+    time; the benchmark reports both.
+    """
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        Metrics.counter(namespace, f"{name}_ms").inc(int((time.monotonic() - started) * 1000))

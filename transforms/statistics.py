@@ -1,140 +1,130 @@
 """The statistics file: the paper's Table 1 plus what was skipped and why.
 
-Per split: unique images and instances. Skips: one count per reason (and per
-split where the record had one). Decoys: count, mean, min, max and a
-histogram (bins of 0.05 over [-1, 1]) of simPV, simSURF and Score.
+Per split: unique images and instances, and skips by reason. Decoys: count,
+mean, min, max, deciles and a histogram (bins of 0.05 over [-1, 1]) of
+simPV, simSURF and Score.
+
+Computed after the pipeline from the files it wrote (the instance Parquet
+shards and the skipped-record files), so the statistics describe exactly
+what a reader of the dataset gets. A combine over the instance stream gave
+partial counts for a 600k-caption run on the multi-process FnApiRunner (see
+the issue notes); reading back ~four columns costs seconds.
 """
 
+import io
 import json
-import math
 from collections import Counter
-from dataclasses import dataclass, field
 
 import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import Skip
 from transforms.split import SPLITS
 
 DECOY_MEASURES = {"sim_pv": "decoy_sim_pv", "sim_surf": "decoy_sim_surf", "score": "decoy_score"}
-HISTOGRAM_BINS = 40
-BIN_WIDTH = 2.0 / HISTOGRAM_BINS
+HISTOGRAM_EDGES = np.linspace(-1.0, 1.0, 41)
+SKIPPED_PREFIX = ("skipped", "skipped")  # <output>/skipped/skipped-SSSSS-of-NNNNN.jsonl
 
 
-@dataclass
-class Summary:
-    """Count, sum, min, max and histogram of a stream of values in [-1, 1]."""
+class WriteSkips(beam.PTransform):
+    """Skip records -> JSON lines under <output>/skipped/, one per skipped record."""
 
-    count: int = 0
-    total: float = 0.0
-    low: float = math.inf
-    high: float = -math.inf
-    histogram: list[int] = field(default_factory=lambda: [0] * HISTOGRAM_BINS)
+    def __init__(self, *, output: str):
+        super().__init__()
+        self._prefix = FileSystems.join(output, *SKIPPED_PREFIX)
 
-    def add(self, value: float) -> None:
-        self.count += 1
-        self.total += value
-        self.low, self.high = min(self.low, value), max(self.high, value)
-        self.histogram[min(max(int((value + 1.0) / BIN_WIDTH), 0), HISTOGRAM_BINS - 1)] += 1
+    def expand(self, skips):
+        return (
+            skips
+            | "ToJson" >> beam.Map(lambda skip: json.dumps(skip._asdict(), sort_keys=True))
+            | "Write" >> beam.io.WriteToText(self._prefix, file_name_suffix=".jsonl")
+        )
 
-    def merge(self, other: "Summary") -> None:
-        self.count += other.count
-        self.total += other.total
-        self.low, self.high = min(self.low, other.low), max(self.high, other.high)
-        self.histogram = [a + b for a, b in zip(self.histogram, other.histogram, strict=True)]
 
-    def describe(self) -> dict:
-        empty = self.count == 0
-        return {
-            "count": self.count,
-            "mean": None if empty else self.total / self.count,
-            "min": None if empty else self.low,
-            "max": None if empty else self.high,
-            "histogram": {
-                "edges": [round(-1.0 + i * BIN_WIDTH, 2) for i in range(HISTOGRAM_BINS + 1)],
-                "counts": self.histogram,
-            },
+def _matching(pattern: str) -> list[str]:
+    return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+
+
+def _read(path: str) -> bytes:
+    with FileSystems.open(path, compression_type="uncompressed") as handle:
+        return handle.read()
+
+
+def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip]]:
+    """The instance columns the statistics need, per split, and every Skip."""
+    columns = ["image_id", *DECOY_MEASURES.values()]
+    instances = {}
+    for split in SPLITS:
+        paths = _matching(FileSystems.join(output, split, "instances-*.parquet"))
+        tables = [pq.read_table(io.BytesIO(_read(path)), columns=columns) for path in paths]
+        instances[split] = pa.concat_tables(tables) if tables else None
+    skips = [
+        Skip(**json.loads(line))
+        for path in _matching(FileSystems.join(output, *SKIPPED_PREFIX) + "*.jsonl")
+        for line in _read(path).decode("utf-8").splitlines()
+        if line
+    ]
+    return instances, skips
+
+
+def describe(values: np.ndarray) -> dict:
+    """Count, mean, extremes, deciles and a histogram of one similarity."""
+    if len(values) == 0:
+        return {"count": 0}
+    deciles = np.quantile(values, np.linspace(0.1, 0.9, 9))
+    return {
+        "count": len(values),
+        "mean": float(values.mean()),
+        "min": float(values.min()),
+        "max": float(values.max()),
+        "deciles": [round(float(d), 6) for d in deciles],
+        "histogram": {
+            "edges": [round(float(e), 2) for e in HISTOGRAM_EDGES],
+            "counts": np.histogram(np.clip(values, -1, 1), bins=HISTOGRAM_EDGES)[0].tolist(),
+        },
+    }
+
+
+def compute_statistics(instances: dict[str, pa.Table | None], skips: list[Skip]) -> dict:
+    by_reason = Counter(skip.reason for skip in skips)
+    by_split = {split: Counter() for split in SPLITS}
+    for skip in skips:
+        if skip.split:
+            by_split[skip.split][skip.reason] += 1
+    splits, decoys = {}, {name: [] for name in DECOY_MEASURES}
+    for split in SPLITS:
+        table = instances[split]
+        rows = 0 if table is None else table.num_rows
+        images = 0 if table is None else len(set(table.column("image_id").to_pylist()))
+        splits[split] = {
+            "images": images,
+            "instances": rows,
+            "skipped": dict(sorted(by_split[split].items())),
         }
-
-
-class StatisticsFn(beam.CombineFn):
-    """Instances and Skips -> the statistics dict."""
-
-    def create_accumulator(self):
-        return {
-            "instances": Counter(),
-            "images": {split: set() for split in SPLITS},
-            "skipped": Counter(),
-            "decoys": {name: Summary() for name in DECOY_MEASURES},
-        }
-
-    def add_input(self, accumulator, element):
-        if isinstance(element, Skip):
-            accumulator["skipped"][(element.reason, element.split)] += 1
-            return accumulator
-        accumulator["instances"][element["split"]] += 1
-        accumulator["images"][element["split"]].add(element["image_id"])
         for name, column in DECOY_MEASURES.items():
-            for value in element[column]:
-                accumulator["decoys"][name].add(value)
-        return accumulator
-
-    def merge_accumulators(self, accumulators):
-        merged = self.create_accumulator()
-        for accumulator in accumulators:
-            merged["instances"].update(accumulator["instances"])
-            merged["skipped"].update(accumulator["skipped"])
-            for split in SPLITS:
-                merged["images"][split] |= accumulator["images"][split]
-            for name in DECOY_MEASURES:
-                merged["decoys"][name].merge(accumulator["decoys"][name])
-        return merged
-
-    def extract_output(self, accumulator):
-        skipped = Counter()
-        by_split = {split: Counter() for split in SPLITS}
-        for (reason, split), count in accumulator["skipped"].items():
-            skipped[reason] += count
-            if split:
-                by_split[split][reason] += count
-        return {
-            "splits": {
-                split: {
-                    "images": len(accumulator["images"][split]),
-                    "instances": accumulator["instances"][split],
-                    "skipped": dict(sorted(by_split[split].items())),
-                }
-                for split in SPLITS
-            },
-            "total": {
-                "images": sum(len(images) for images in accumulator["images"].values()),
-                "instances": sum(accumulator["instances"].values()),
-            },
-            "skipped": dict(sorted(skipped.items())),
-            "decoys": {name: summary.describe() for name, summary in accumulator["decoys"].items()},
-        }
+            if table is not None:
+                decoys[name].append(table.column(column).combine_chunks().flatten().to_numpy())
+    return {
+        "splits": splits,
+        "total": {
+            "images": sum(s["images"] for s in splits.values()),
+            "instances": sum(s["instances"] for s in splits.values()),
+        },
+        "skipped": dict(sorted(by_reason.items())),
+        "decoys": {
+            name: describe(np.concatenate(parts) if parts else np.zeros(0))
+            for name, parts in decoys.items()
+        },
+    }
 
 
 def write_json(path: str, value: dict) -> str:
     with FileSystems.create(path) as handle:
         handle.write(json.dumps(value, indent=2, sort_keys=True).encode("utf-8"))
     return path
-
-
-class WriteStatistics(beam.PTransform):
-    """(instances, skips) -> <output>/statistics.json."""
-
-    def __init__(self, *, output: str):
-        super().__init__()
-        self._path = FileSystems.join(output, "statistics.json")
-
-    def expand(self, instances_and_skips):
-        return (
-            instances_and_skips
-            | "Flatten" >> beam.Flatten()
-            | "Combine" >> beam.CombineGlobally(StatisticsFn())
-            | "Write" >> beam.Map(lambda statistics, path: write_json(path, statistics), self._path)
-        )
 
 
 def table_one(statistics: dict) -> str:
@@ -154,6 +144,6 @@ def table_one(statistics: dict) -> str:
         if values["count"]:
             rows.append(
                 f"decoy {name}: mean {values['mean']:.3f}, min {values['min']:.3f}, "
-                f"max {values['max']:.3f}"
+                f"median {values['deciles'][4]:.3f}, max {values['max']:.3f}"
             )
     return "\n".join(rows)

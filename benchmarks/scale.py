@@ -1,0 +1,251 @@
+"""COCO-scale benchmark: end-to-end runs, the simSURF kernel against nltk, index recall.
+
+    .venv/bin/python -m benchmarks.scale                      # 124k images (~600k captions)
+    .venv/bin/python -m benchmarks.scale --num_images 5000    # a quick look
+
+Prints one table: per run, wall time, busy time of each stage (from the
+run's Beam counters, summed over workers) and peak RSS of all processes;
+then simSURF pairs/s of the kernel and of nltk on the same pairs with their
+ratio and largest difference; then recall@N of the IVF index against exact
+search on a 50k-caption sample and on the full corpus.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+
+import faiss
+import numpy as np
+from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
+
+from pipelines.options import GenerateOptions
+from transforms.index import IndexConfig, build_index
+from transforms.surface import encode_ngrams, sim_surf_batch
+from transforms.synthetic import write_coco
+
+STAGES = (
+    ("pv/train_ms", "PV training"),
+    ("corpus/encode_and_write_ms", "corpus n-grams + write"),
+    ("index/build_ms", "index build"),
+    ("neighbourhoods/search_ms", "neighbour search"),
+    ("decoys/choose_ms", "scoring + choice"),
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    label: str
+    pv_dim: int
+    pv_epochs: int
+    workers: int
+
+
+def peak_rss_of_tree(root_pid: int, stop: threading.Event, result: list) -> None:
+    """Samples the summed RSS of a process and all its descendants."""
+    peak = 0
+    while not stop.is_set():
+        children: dict[int, list[int]] = {}
+        rss: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(entry))
+                rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            except (OSError, IndexError, ValueError):
+                continue
+        total, stack = 0, [root_pid]
+        while stack:
+            pid = stack.pop()
+            total += rss.get(pid, 0)
+            stack.extend(children.get(pid, []))
+        peak = max(peak, total)
+        stop.wait(0.5)
+    result.append(peak)
+
+
+def generate(corpus: str, output: str, run: Run, neighbours: int) -> dict:
+    command = [
+        sys.executable,
+        "-m",
+        "pipelines.generate",
+        "--input",
+        corpus,
+        "--output",
+        output,
+        "--pv_dim",
+        str(run.pv_dim),
+        "--pv_epochs",
+        str(run.pv_epochs),
+        "--pv_workers",
+        str(run.workers),
+        "--neighbours",
+        str(neighbours),
+        "--direct_num_workers",
+        str(run.workers),
+    ]
+    if run.workers > 1:
+        command += ["--direct_running_mode", "multi_processing"]
+    started = time.monotonic()
+    with open(f"{output}.log", "w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        stop, peak = threading.Event(), []
+        sampler = threading.Thread(target=peak_rss_of_tree, args=(process.pid, stop, peak))
+        sampler.start()
+        code = process.wait()
+        stop.set()
+        sampler.join()
+    if code:
+        raise SystemExit(f"generate failed ({code}); see {output}.log")
+    with open(os.path.join(output, "manifest.json")) as handle:
+        manifest = json.load(handle)
+    return {"wall": time.monotonic() - started, "peak_rss": peak[0], "manifest": manifest}
+
+
+def kernel_against_nltk(captions: list[tuple[str, ...]], pairs: int, seed: int = 0) -> dict:
+    """Both on the same (target, candidate) pairs: neighbouring rows, similar captions."""
+    rng = np.random.default_rng(seed)
+    table = encode_ngrams(captions)
+    targets = rng.integers(0, len(captions) - 64, size=pairs // 50)
+    candidates = targets[:, None] + 1 + np.arange(50)[None, :]
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = np.array(
+            [
+                [
+                    sentence_bleu([captions[t]], captions[c])
+                    / brevity_penalty(len(captions[t]), len(captions[c]))
+                    for c in row
+                ]
+                for t, row in zip(targets, candidates, strict=True)
+            ]
+        )
+    nltk_seconds = time.perf_counter() - started
+    scratch = table.scratch()
+    sim_surf_batch(table, targets[:1], candidates[:1], scratch)  # compile outside the timing
+    repeats = 50
+    started = time.perf_counter()
+    for _ in range(repeats):
+        ours = sim_surf_batch(table, targets, candidates, scratch)
+    kernel_seconds = (time.perf_counter() - started) / repeats
+    return {
+        "pairs": candidates.size,
+        "nonzero": int((reference > 0).sum()),
+        "nltk_pairs_per_s": candidates.size / nltk_seconds,
+        "kernel_pairs_per_s": candidates.size / kernel_seconds,
+        "max_abs_diff": float(np.abs(ours - reference).max()),
+    }
+
+
+def recall(embeddings: np.ndarray, options: GenerateOptions, queries: int, seed: int = 0) -> float:
+    """recall@N of the IVF index (forced, default nlist/nprobe) against exact search."""
+    rng = np.random.default_rng(seed)
+    asked = rng.choice(len(embeddings), size=min(queries, len(embeddings)), replace=False)
+    exact = faiss.IndexFlatIP(embeddings.shape[1])
+    exact.add(embeddings)
+    _, truth = exact.search(embeddings[asked], options.neighbours)
+    config = IndexConfig(
+        exact_limit=0, nlist=options.ivf_nlist, nprobe=options.ivf_nprobe, seed=options.seed
+    )
+    _, found = build_index(embeddings, config).search(embeddings[asked], options.neighbours)
+    return float(
+        np.mean([len(set(f) & set(t)) for f, t in zip(found, truth, strict=True)])
+        / options.neighbours
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--num_images", type=int, default=124_000)
+    parser.add_argument("--neighbours", type=int, default=500)
+    parser.add_argument("--output", default="out/benchmark")
+    parser.add_argument(
+        "--runs",
+        default="scale,1worker,paper",
+        help="which of: scale (dim 256, 10 epochs, 2 workers), 1worker "
+        "(same on 1 worker), paper (dim 1024, 5 epochs, 2 workers)",
+    )
+    args = parser.parse_args(argv)
+    all_runs = {
+        "scale": Run("dim 256, 10 epochs, 2 workers", 256, 10, 2),
+        "1worker": Run("dim 256, 10 epochs, 1 worker", 256, 10, 1),
+        "paper": Run("paper: dim 1024, 5 epochs, 2 workers", 1024, 5, 2),
+    }
+    os.makedirs(args.output, exist_ok=True)
+    corpus = os.path.join(args.output, f"captions_synthetic_{args.num_images}.json")
+    started = time.monotonic()
+    write_coco(corpus, seed=0, num_images=args.num_images)
+    print(f"corpus: {args.num_images:,} images written in {time.monotonic() - started:.1f}s")
+
+    results = {}
+    for name in args.runs.split(","):
+        run = all_runs[name]
+        output = os.path.join(args.output, name)
+        results[name] = generate(corpus, output, run, args.neighbours)
+        print(f"ran {run.label}: {results[name]['wall']:.0f}s", flush=True)
+
+    first = results[args.runs.split(",")[0]]
+    counters = first["manifest"]["metrics"]
+    captions_total = first["manifest"]["statistics"]
+    rows = [("run", *(label for _, label in STAGES), "wall", "peak RSS")]
+    for name, result in results.items():
+        metrics = result["manifest"]["metrics"]
+        rows.append(
+            (
+                all_runs[name].label,
+                *(f"{metrics.get(key, 0) / 1000:.0f}s" for key, _ in STAGES),
+                f"{result['wall'] / 60:.1f} min",
+                f"{result['peak_rss'] / 2**30:.1f} GiB",
+            )
+        )
+    print()
+    print(
+        f"corpus: {args.num_images:,} images, {counters['corpus/captions']:,} captions, "
+        f"N = {args.neighbours}, {counters['decoys/scored_pairs']:,} pairs scored; "
+        f"instances {sum(s['instances'] for s in captions_total['splits'].values()):,}"
+    )
+    print("stage times are busy seconds summed over workers (= wall for one worker)")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    if "1worker" in results and "scale" in results:
+        speedup = results["1worker"]["wall"] / results["scale"]["wall"]
+        print(f"1 -> 2 workers: {speedup:.2f}x faster end to end")
+
+    from transforms.corpus import load_corpus
+
+    loaded = load_corpus(os.path.join(args.output, args.runs.split(",")[0], "corpus"))
+    documents = [tuple(text.split()) for text in loaded.captions["text"]]
+    kernel = kernel_against_nltk(documents, pairs=20_000)
+    print()
+    print(
+        f"simSURF on {kernel['pairs']:,} pairs ({kernel['nonzero']:,} nonzero): "
+        f"kernel {kernel['kernel_pairs_per_s']:,.0f} pairs/s, "
+        f"nltk {kernel['nltk_pairs_per_s']:,.0f} pairs/s, "
+        f"ratio {kernel['kernel_pairs_per_s'] / kernel['nltk_pairs_per_s']:,.0f}x, "
+        f"max |difference| {kernel['max_abs_diff']:.1e}"
+    )
+
+    options = GenerateOptions(input=corpus, output=args.output, neighbours=args.neighbours)
+    sample = np.random.default_rng(1).choice(
+        len(loaded), size=min(50_000, len(loaded)), replace=False
+    )
+    print(
+        f"IVF recall@{args.neighbours} (nprobe {options.ivf_nprobe}, nlist 4*sqrt(n)): "
+        f"{recall(loaded.embeddings[np.sort(sample)], options, queries=2000):.4f} on a "
+        f"{len(sample):,}-caption sample, "
+        f"{recall(loaded.embeddings, options, queries=1000):.4f} on all {len(loaded):,}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
