@@ -16,26 +16,26 @@ On Dataflow::
         --region REGION --temp_location gs://BUCKET/tmp --setup_file ./setup.py
 """
 
+import dataclasses
 import logging
 import sys
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.utils.shared import Shared
 
 from pipelines.manifest import build_manifest
-from pipelines.options import GenerateOptions, parse_options
+from pipelines.optimize import REPORT_FILE, SEARCH_DIRECTORY, run_search
+from pipelines.options import GenerateOptions
+from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from schemas.records import SKIPPED
 from transforms.corpus import TrainParagraphVectors
 from transforms.decoys import ChooseDecoys
-from transforms.errors import input_error_message
 from transforms.instances import BuildInstances
 from transforms.neighbours import FindNeighbourhoods, SharedCorpus
-from transforms.normalize import NormalizeCaptions
-from transforms.read import ReadCaptions, expand_inputs
-from transforms.split import AssignSplits
+from transforms.prepare import PrepareCaptions
+from transforms.read import expand_inputs
+from transforms.search import report_table
 from transforms.statistics import (
     WriteSkips,
     compute_statistics,
@@ -52,13 +52,12 @@ MANIFEST_FILE = "manifest.json"
 def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
     """Algorithm 1's main loop as a graph; ``pipeline`` may be a TestPipeline."""
     corpus_copy = SharedCorpus(Shared(), options.decoy_pool, options.index_config())
-    raw = pipeline | "ReadCaptions" >> ReadCaptions(inputs)
-    normalized = raw | "NormalizeCaptions" >> NormalizeCaptions()
-    captions = normalized["captions"] | "AssignSplits" >> AssignSplits(
-        seed=options.seed, n_dev=options.n_dev, n_test=options.n_test
+    prepared = pipeline | "PrepareCaptions" >> PrepareCaptions(
+        inputs=inputs, seed=options.seed, n_dev=options.n_dev, n_test=options.n_test
     )
-    corpus = captions | "TrainParagraphVectors" >> TrainParagraphVectors(
+    corpus = prepared["captions"] | "TrainParagraphVectors" >> TrainParagraphVectors(
         pv=options.pv_config(),
+        pretrained=options.pv_model,
         neighbours=options.neighbours,
         decoy_pool=options.decoy_pool,
         output=options.output,
@@ -76,63 +75,56 @@ def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: li
     _ = instances | "WriteInstances" >> WriteInstances(
         output=options.output, num_shards=options.output_shards
     )
-    skips = (normalized[SKIPPED], decoys[SKIPPED]) | "Skips" >> beam.Flatten()
+    skips = (prepared[SKIPPED], decoys[SKIPPED]) | "Skips" >> beam.Flatten()
     _ = skips | "WriteSkips" >> WriteSkips(output=options.output)
 
 
-def local_or_given_runner(beam_args: list[str]) -> beam.Pipeline:
-    """The runner named by ``--runner``, else Beam's in-process FnApiRunner.
-
-    Beam's DirectRunner first tries to download the Prism runner binary and
-    falls back to the FnApiRunner when it cannot; going straight to the
-    FnApiRunner keeps local runs offline and on the engine the tests use. It
-    honours ``--direct_num_workers`` and ``--direct_running_mode``.
-    """
-    pipeline_options = PipelineOptions(beam_args)
-    if pipeline_options.view_as(StandardOptions).runner:
-        return beam.Pipeline(options=pipeline_options)
-    return beam.Pipeline(runner=FnApiRunner(), options=pipeline_options)
-
-
-def counters(result: beam.runners.runner.PipelineResult) -> dict[str, int]:
-    """Beam counters of a finished run as {"namespace/name": value}."""
-    values = {}
-    for counter in result.metrics().query()["counters"]:
-        value = counter.committed if counter.committed is not None else counter.attempted
-        key = f"{counter.key.metric.namespace}/{counter.key.metric.name}"
-        values[key] = values.get(key, 0) + value
-    return dict(sorted(values.items()))
+def with_search_winners(options: GenerateOptions, report: dict) -> GenerateOptions:
+    """The options the search chose; its winning model is reused when it saw the whole corpus."""
+    winner = report["optimize_pv"]["winner"]
+    return dataclasses.replace(
+        options,
+        pv_dim=winner["dim"],
+        pv_epochs=winner["epochs"],
+        score_lambda=report["optimize_score"]["winner"]["lambda"],
+        pv_model=winner["model"] if report["evaluation"]["full_corpus"] else "",
+    )
 
 
 def run(options: GenerateOptions, beam_args: list[str] | None = None) -> dict:
     """Runs the pipeline, then writes the statistics and, last, the manifest."""
     options.validate()
+    beam_args = beam_args or []
     inputs = expand_inputs(options.input)
-    pipeline = local_or_given_runner(beam_args or [])
+    search = None
+    if options.optimize:
+        report = run_search(options, beam_args)
+        logging.info("hyper-parameter search:\n%s", report_table(report))
+        options = with_search_winners(options, report)
+        search = {
+            "report": FileSystems.join(options.output, SEARCH_DIRECTORY, REPORT_FILE),
+            "chosen": {
+                "pv_dim": options.pv_dim,
+                "pv_epochs": options.pv_epochs,
+                "score_lambda": options.score_lambda,
+                "pv_model": options.pv_model,
+            },
+        }
+    pipeline = local_or_given_runner(beam_args)
     build_pipeline(pipeline, options, inputs)
-    result = pipeline.run()
-    result.wait_until_finish()
+    metrics = run_to_completion(pipeline)
     statistics = compute_statistics(*read_written(options.output))
     write_json(FileSystems.join(options.output, STATISTICS_FILE), statistics)
-    manifest = build_manifest(options, inputs, beam_args or [], statistics, counters(result))
+    manifest = build_manifest(options, inputs, beam_args, statistics, metrics, search)
     write_json(FileSystems.join(options.output, MANIFEST_FILE), manifest)
     return statistics
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.getLogger().setLevel(logging.INFO)
-    options, beam_args = parse_options(argv)
-    try:
-        statistics = run(options, beam_args)
-    except Exception as error:
-        message = input_error_message(error)
-        if message is None:
-            raise
-        print(f"error: {message}", file=sys.stderr)
-        return 2
-    print(table_one(statistics))
-    print(f"dataset written to {options.output}")
-    return 0
+    def generate(options: GenerateOptions, beam_args: list[str]) -> str:
+        return f"{table_one(run(options, beam_args))}\ndataset written to {options.output}"
+
+    return cli(argv, generate)
 
 
 if __name__ == "__main__":

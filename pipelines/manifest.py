@@ -46,8 +46,14 @@ def _git_commit() -> str | None:
 
 
 def build_manifest(
-    options, inputs: list[str], beam_args: list[str], statistics: dict, counters: dict[str, int]
+    options,
+    inputs: list[str],
+    beam_args: list[str],
+    statistics: dict,
+    counters: dict[str, int],
+    search: dict | None,
 ) -> dict:
+    """``search``: where the search report is and what it chose (``--optimize``), or None."""
     return {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "options": dataclasses.asdict(options),
@@ -60,4 +66,5 @@ def build_manifest(
         },
         "statistics": {"splits": statistics["splits"], "skipped": statistics["skipped"]},
         "metrics": counters,
+        "search": search,
     }

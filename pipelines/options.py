@@ -13,6 +13,7 @@ from transforms.corpus import DECOY_POOLS
 from transforms.errors import InputError
 from transforms.index import IndexConfig
 from transforms.paragraph_vectors import PVConfig
+from transforms.split import SPLITS
 
 REQUIRED = dataclasses.MISSING
 
@@ -51,6 +52,21 @@ class GenerateOptions:
     pv_workers: int = _option(
         1, "PV-DBOW training threads; 1 is reproducible for a seed, more is faster but not"
     )
+    pv_model: str = _option(
+        "", "use this trained Doc2Vec model (of exactly this corpus) instead of training one"
+    )
+    optimize: bool = _option(
+        False, "generate: run OPTIMIZE-PV and OPTIMIZE-SCORE first and use their winners"
+    )
+    pv_dim_grid: str = _option("64,256,512,1024", "OPTIMIZE-PV: PV dimensions to try")
+    pv_epochs_grid: str = _option("5,10,20,50", "OPTIMIZE-PV: PV epochs to try")
+    lambda_grid: str = _option(
+        "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1", "OPTIMIZE-SCORE: lambdas to try"
+    )
+    search_split: str = _option("dev", "the split whose captions the searches evaluate on", SPLITS)
+    search_sample_images: int = _option(
+        0, "search on only this many images (smallest split keys: dev first); 0 = all"
+    )
     index_exact_limit: int = _option(
         100_000, "pools of up to this many captions are searched exactly; larger ones by IVF"
     )
@@ -73,6 +89,16 @@ class GenerateOptions:
             seed=self.seed,
             workers=self.pv_workers,
         )
+
+    def search_grid(self) -> list[tuple[int, int]]:
+        return [
+            (dim, epochs)
+            for dim in _ints(self.pv_dim_grid)
+            for epochs in _ints(self.pv_epochs_grid)
+        ]
+
+    def lambdas(self) -> list[float]:
+        return [float(value) for value in self.lambda_grid.split(",")]
 
     def index_config(self) -> IndexConfig:
         return IndexConfig(
@@ -105,13 +131,33 @@ class GenerateOptions:
         ):
             if getattr(self, name) < 1:
                 problems.append(f"--{name} must be >= 1")
+        try:
+            grid, lambdas = self.search_grid(), self.lambdas()
+        except ValueError:
+            problems.append("grids are comma-separated numbers, e.g. --pv_epochs_grid 5,10,20")
+        else:
+            if not grid or min(min(point) for point in grid) < 1:
+                problems.append("--pv_dim_grid and --pv_epochs_grid need positive integers")
+            if not lambdas or not all(0.0 <= lam <= 1.0 for lam in lambdas):
+                problems.append("--lambda_grid needs values in [0, 1]")
+        if self.search_sample_images < 0:
+            problems.append("--search_sample_images must be >= 0")
         if problems:
             raise InputError("; ".join(problems))
+
+
+def _ints(values: str) -> list[int]:
+    return [int(value) for value in values.split(",")]
 
 
 def add_arguments(parser: argparse.ArgumentParser, options_type: type = GenerateOptions) -> None:
     for option in dataclasses.fields(options_type):
         required = option.default is REQUIRED
+        if option.type is bool:
+            parser.add_argument(
+                f"--{option.name}", action="store_true", help=option.metadata["help"]
+            )
+            continue
         parser.add_argument(
             f"--{option.name}",
             type=option.type,

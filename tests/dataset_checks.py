@@ -96,11 +96,15 @@ def check_decoys_recomputed(
     surf_limit: float,
     decoy_pool: str,
     sample: int,
+    exact_search: bool = True,
     seed: int = 0,
 ) -> int:
     """Brute force + nltk: the decoys are the top 4 by Score of the top-N list.
 
-    Returns how many sampled targets were checked.
+    With an approximate index (``exact_search=False``) the pipeline's
+    candidate lists differ from brute force by design; then each decoy's
+    simSURF, simPV and Score are still recomputed and checked. Returns how
+    many sampled targets were checked.
     """
     corpus = pq.read_table(os.path.join(output, "corpus", "captions.parquet")).to_pylist()
     embeddings = np.load(os.path.join(output, "corpus", "embeddings.npy"))
@@ -111,13 +115,26 @@ def check_decoys_recomputed(
     for index in rng.choice(len(rows), size=min(sample, len(rows)), replace=False):
         instance = rows[index]
         target = row_of[instance["target_caption_id"]]
+        target_tokens = corpus[target]["text"].split()
+        for decoy_id, pv, surf, score in zip(
+            instance["decoy_caption_ids"],
+            instance["decoy_sim_pv"],
+            instance["decoy_sim_surf"],
+            instance["decoy_score"],
+            strict=True,
+        ):
+            decoy = row_of[decoy_id]
+            assert abs(nltk_sim_surf(corpus[decoy]["text"].split(), target_tokens) - surf) < 1e-9
+            assert abs(float(embeddings[decoy] @ embeddings[target]) - pv) < 1e-5
+            assert abs(lam * pv + (1 - lam) * surf - score) < 1e-12
+        if not exact_search:
+            continue
         pool = images != images[target]
         if decoy_pool == "split":
             pool &= splits == splits[target]
         candidates = np.flatnonzero(pool)
         cosines = embeddings[candidates] @ embeddings[target]
         top = candidates[np.argsort(-cosines, kind="stable")[:neighbours]]
-        target_tokens = corpus[target]["text"].split()
         scores = {}
         for candidate in top:
             surf = nltk_sim_surf(corpus[candidate]["text"].split(), target_tokens)
@@ -131,11 +148,6 @@ def check_decoys_recomputed(
         np.testing.assert_allclose(  # equal up to float32 cosine rounding near ties
             [scores[row] for row in chosen], [score for _, score in best], atol=1e-6
         )
-        for decoy_id, surf in zip(
-            instance["decoy_caption_ids"], instance["decoy_sim_surf"], strict=True
-        ):
-            decoy_tokens = corpus[row_of[decoy_id]]["text"].split()
-            assert abs(nltk_sim_surf(decoy_tokens, target_tokens) - surf) < 1e-9
     return min(sample, len(rows))
 
 
@@ -149,6 +161,7 @@ def check_dataset(
     surf_limit: float = 0.5,
     decoy_pool: str = "all",
     sample: int = 30,
+    exact_search: bool = True,
 ) -> dict[str, list[dict]]:
     """All invariants; returns the Parquet rows per split."""
     rows = {split: read_parquet(output, split) for split in SPLITS}
@@ -179,6 +192,7 @@ def check_dataset(
         surf_limit=surf_limit,
         decoy_pool=decoy_pool,
         sample=sample,
+        exact_search=exact_search,
     )
     with open(os.path.join(output, "statistics.json")) as handle:
         statistics = json.load(handle)

@@ -119,49 +119,24 @@ def test_cli_reports_an_empty_corpus(tmp_path, capsys):
     assert "no captions left after normalisation" in err
 
 
-def test_cli_reports_a_corpus_too_small_for_n(tmp_path, capsys, synthetic_corpus):
-    code, err = _run_cli(
-        capsys,
-        "--input",
-        synthetic_corpus,
-        "--output",
-        str(tmp_path / "out"),
-        "--n_dev",
-        "10",
-        "--n_test",
-        "10",
-        "--neighbours",
-        "5000",
-    )
+@pytest.mark.parametrize(
+    "runner_args",
+    [[], ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]],
+    ids=["in-process", "worker-processes"],
+)
+def test_cli_reports_a_corpus_too_small_for_n_in_one_line(
+    tmp_path, capsys, synthetic_corpus, runner_args
+):
+    args = ["--input", synthetic_corpus, "--output", str(tmp_path / "out"), "--n_dev", "10"]
+    args += ["--n_test", "10", "--neighbours", "5000", *runner_args]
+    code, err = _run_cli(capsys, *args)
     assert code == 2
-    assert "fewer than --neighbours 5000: lower --neighbours or add captions" in err
+    last = err.strip().splitlines()[-1]
+    assert re.match(r"error: the corpus has \d+ captions, so image \d+ has only", last)
+    assert last.endswith("fewer than --neighbours 5000: lower --neighbours or add captions")
 
 
 def test_cli_reports_too_few_images_for_the_splits(tmp_path, capsys, synthetic_corpus):
     code, err = _run_cli(capsys, "--input", synthetic_corpus, "--output", str(tmp_path / "out"))
     assert code == 2
     assert "the corpus has 300 images, fewer than n_dev + n_test = 2000 + 2000" in err
-
-
-def test_cli_reports_worker_process_errors_in_one_line(tmp_path, capsys, synthetic_corpus):
-    code, err = _run_cli(
-        capsys,
-        "--input",
-        synthetic_corpus,
-        "--output",
-        str(tmp_path / "out"),
-        "--n_dev",
-        "10",
-        "--n_test",
-        "10",
-        "--neighbours",
-        "5000",
-        "--direct_num_workers",
-        "2",
-        "--direct_running_mode",
-        "multi_processing",
-    )
-    assert code == 2
-    last = err.strip().splitlines()[-1]
-    assert re.match(r"error: the corpus has \d+ captions, so image \d+ has only", last)
-    assert last.endswith("fewer than --neighbours 5000: lower --neighbours or add captions")

@@ -33,7 +33,13 @@ from apache_beam.metrics import Metrics
 
 from schemas.records import Caption, caption_order
 from transforms.errors import InputError
-from transforms.paragraph_vectors import PVConfig, train_paragraph_vectors, unit_vectors
+from transforms.paragraph_vectors import (
+    PVConfig,
+    load_model,
+    save_model,
+    train_paragraph_vectors,
+    unit_vectors,
+)
 from transforms.progress import timed
 from transforms.split import SPLITS
 from transforms.surface import NgramTable, encode_ngrams
@@ -131,8 +137,7 @@ def write_corpus(corpus: Corpus, model, output: str) -> CorpusRef:
             vocab_size=np.int64(corpus.ngrams.vocab_size),
         )
         handle.write(buffer.getvalue())
-    with FileSystems.create(FileSystems.join(output, "pv", "doc2vec.model")) as handle:
-        model.save(handle)
+    save_model(model, FileSystems.join(output, "pv", "doc2vec.model"))
     return CorpusRef(directory, len(corpus))
 
 
@@ -173,9 +178,12 @@ class TrainParagraphVectors(beam.PTransform):
     The global step: runs on one worker (see module docstring).
     """
 
-    def __init__(self, *, pv: PVConfig, neighbours: int, decoy_pool: str, output: str):
+    def __init__(
+        self, *, pv: PVConfig, pretrained: str, neighbours: int, decoy_pool: str, output: str
+    ):
         super().__init__()
-        self._pv, self._neighbours, self._pool, self._output = pv, neighbours, decoy_pool, output
+        self._pv, self._pretrained = pv, pretrained
+        self._neighbours, self._pool, self._output = neighbours, decoy_pool, output
 
     def expand(self, captions):
         return (
@@ -185,6 +193,7 @@ class TrainParagraphVectors(beam.PTransform):
             >> beam.Map(
                 train_and_write,
                 pv=self._pv,
+                pretrained=self._pretrained,
                 neighbours=self._neighbours,
                 decoy_pool=self._pool,
                 output=self._output,
@@ -193,14 +202,26 @@ class TrainParagraphVectors(beam.PTransform):
 
 
 def train_and_write(
-    captions: list[Caption], *, pv: PVConfig, neighbours: int, decoy_pool: str, output: str
+    captions: list[Caption],
+    *,
+    pv: PVConfig,
+    pretrained: str,
+    neighbours: int,
+    decoy_pool: str,
+    output: str,
 ) -> CorpusRef:
+    """``pretrained``: a model trained on exactly these captions (a search's winner)."""
     ordered = sorted_captions(captions)
     check_pool_size(ordered, neighbours, decoy_pool)
     Metrics.counter("corpus", "captions").inc(len(ordered))
     documents = [caption.text.split() for caption in ordered]
     with timed("pv", "train"):
-        model = train_paragraph_vectors(documents, pv)
+        model = load_model(pretrained) if pretrained else train_paragraph_vectors(documents, pv)
+    if len(model.dv) != len(ordered):
+        raise InputError(
+            f"{pretrained}: the model has {len(model.dv)} document vectors but the corpus "
+            f"has {len(ordered)} captions; it was trained on another corpus"
+        )
     with timed("corpus", "encode_and_write"):
         columns = {name: [getattr(c, name) for c in ordered] for name in CAPTION_COLUMNS}
         corpus = make_corpus(columns, unit_vectors(model), encode_ngrams(documents))

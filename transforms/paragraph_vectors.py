@@ -1,11 +1,13 @@
 """PV-DBOW paragraph vectors (gensim ``Doc2Vec``, ``dm=0``): simPV's embedding."""
 
 import logging
+import pickle
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 from gensim.models.doc2vec import Doc2Vec, TaggedDocument
 
 
@@ -53,3 +55,15 @@ def unit_vectors(model: Doc2Vec) -> np.ndarray:
     vectors = np.asarray(model.dv.vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.maximum(norms, np.finfo(np.float32).tiny)
+
+
+def save_model(model: Doc2Vec, path: str) -> None:
+    """Through Beam's filesystems, so ``gs://`` works; gensim pickles into the handle."""
+    with FileSystems.create(path) as handle:
+        model.save(handle)
+
+
+def load_model(path: str) -> Doc2Vec:
+    """Reads a model written by :func:`save_model` (or gensim's own ``save``)."""
+    with FileSystems.open(path, compression_type="uncompressed") as handle:
+        return pickle.loads(handle.read())

@@ -1,0 +1,72 @@
+"""OPTIMIZE-PV and OPTIMIZE-SCORE (Algorithm 1, first two lines): the search only.
+
+Trains one PV-DBOW model per (dim, epochs) grid point on the corpus, scores
+each by mgs-rank on the evaluation split, then scores every lambda by
+wmgs-rank with the winning model, and writes ``<output>/search/report.json``
+(and the winning model, which ``generate --pv_model`` can reuse)::
+
+    python -m pipelines.optimize --input annotations/captions_val2017.json \\
+        --output out/search --direct_num_workers 2 --direct_running_mode multi_processing
+
+``python -m pipelines.generate --optimize`` runs the same search first and
+generates with its winners.
+"""
+
+import json
+import sys
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.options import GenerateOptions
+from pipelines.runner import cli, local_or_given_runner, run_to_completion
+from transforms.prepare import PrepareCaptions
+from transforms.read import expand_inputs
+from transforms.search import SearchHyperParameters, report_table
+from transforms.statistics import write_json
+
+SEARCH_DIRECTORY = "search"
+REPORT_FILE = "report.json"
+
+
+def build_search(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
+    directory = FileSystems.join(options.output, SEARCH_DIRECTORY)
+    prepared = pipeline | "PrepareCaptions" >> PrepareCaptions(
+        inputs=inputs, seed=options.seed, n_dev=options.n_dev, n_test=options.n_test
+    )
+    report = prepared["captions"] | "SearchHyperParameters" >> SearchHyperParameters(
+        grid=options.search_grid(),
+        lambdas=options.lambdas(),
+        pv=options.pv_config(),
+        split=options.search_split,
+        sample_images=options.search_sample_images,
+        neighbours=options.neighbours,
+        limit=options.surf_limit,
+        models=directory,
+    )
+    _ = report | "WriteReport" >> beam.Map(
+        lambda value, path: write_json(path, value), FileSystems.join(directory, REPORT_FILE)
+    )
+
+
+def run_search(options: GenerateOptions, beam_args: list[str]) -> dict:
+    """Runs the search pipeline; returns its report (also written)."""
+    options.validate()
+    pipeline = local_or_given_runner(beam_args)
+    build_search(pipeline, options, expand_inputs(options.input))
+    run_to_completion(pipeline)
+    path = FileSystems.join(options.output, SEARCH_DIRECTORY, REPORT_FILE)
+    with FileSystems.open(path) as handle:
+        return json.load(handle)
+
+
+def main(argv: list[str] | None = None) -> int:
+    def search(options: GenerateOptions, beam_args: list[str]) -> str:
+        table = report_table(run_search(options, beam_args))
+        return f"{table}\nreport written to {FileSystems.join(options.output, SEARCH_DIRECTORY)}"
+
+    return cli(argv, search)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""Reading, normalising and splitting: the stages every pipeline starts with."""
+
+import apache_beam as beam
+
+from schemas.records import SKIPPED
+from transforms.normalize import NormalizeCaptions
+from transforms.read import ReadCaptions
+from transforms.split import AssignSplits
+
+
+class PrepareCaptions(beam.PTransform):
+    """Pipeline -> {"captions": Caption with split, "skipped": Skip}."""
+
+    def __init__(self, *, inputs: list[str], seed: int, n_dev: int, n_test: int):
+        super().__init__()
+        self._inputs, self._seed, self._n_dev, self._n_test = inputs, seed, n_dev, n_test
+
+    def expand(self, pipeline):
+        raw = pipeline | "ReadCaptions" >> ReadCaptions(self._inputs)
+        normalized = raw | "NormalizeCaptions" >> NormalizeCaptions()
+        captions = normalized["captions"] | "AssignSplits" >> AssignSplits(
+            seed=self._seed, n_dev=self._n_dev, n_test=self._n_test
+        )
+        return {"captions": captions, SKIPPED: normalized[SKIPPED]}
