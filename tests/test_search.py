@@ -129,3 +129,39 @@ def test_coco_val2017_search_beats_the_papers_setting(tmp_path):
     assert winner["mgs_rank"] == min(grid.values()) < grid[(1024, 5)]
     assert report["evaluation"]["captions"] > 9000  # the dev split's ~10k captions
     assert all(1 <= p["wmgs_rank"] <= 501 for p in report["optimize_score"]["grid"])
+
+
+def test_a_sampled_search_keeps_the_smallest_key_images_and_is_not_reused():
+    from pipelines.generate import with_search_winners
+    from schemas.records import Caption
+    from transforms.search import search_corpus
+    from transforms.split import image_key
+
+    captions = [
+        Caption(
+            str(10 * i + k),
+            str(i),
+            f"{i}_{k}",
+            f"a dog number {k}",
+            f"{i}.jpg",
+            "",
+            "dev" if i < 3 else "train",
+        )
+        for i in range(10)
+        for k in range(2)
+    ]
+    sampled = search_corpus(captions, split="dev", sample_images=4, seed=1)
+    kept = sorted(range(10), key=lambda i: image_key(1, str(i)))[:4]
+    assert not sampled.full
+    assert len(sampled.documents) == 8 and len(set(sampled.image_of.tolist())) == 4
+    assert len(sampled.evaluation) == 2 * len([i for i in kept if i < 3])
+    assert search_corpus(captions, split="dev", sample_images=0, seed=1).full
+
+    report = {
+        "optimize_pv": {"winner": {"dim": 64, "epochs": 20, "model": "m.model"}},
+        "optimize_score": {"winner": {"lambda": 0.4}},
+        "evaluation": {"full_corpus": False},
+    }
+    options = with_search_winners(GenerateOptions(input="i", output="o"), report)
+    assert (options.pv_dim, options.pv_epochs, options.score_lambda) == (64, 20, 0.4)
+    assert options.pv_model == ""  # trained on a sample: retrain on the whole corpus

@@ -59,7 +59,7 @@ class ChooseDecoys(beam.PTransform):
 class _ChooseDecoys(beam.DoFn):
     def __init__(self, corpus: SharedCorpus, lam: float, limit: float):
         self._corpus, self._lam, self._limit = corpus, lam, limit
-        self._too_few = Metrics.counter("decoys", "too_few_decoys")
+        self._too_few = Metrics.counter(*TOO_FEW_DECOYS.split("/"))
         self._pairs = Metrics.counter("decoys", "scored_pairs")
         self._scratch = None
         self._progress = None

@@ -8,7 +8,6 @@ captions of other images, exactly ``N`` candidates come back.
 """
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -65,17 +64,16 @@ def build_indexes(ref: CorpusRef, *, decoy_pool: str, config: faiss_index.IndexC
     """The global step of this stage: one index per pool, written beside the corpus."""
     corpus = load_corpus(ref.directory)
     for pool, rows in corpus.pools(decoy_pool).items():
-        started = time.monotonic()
-        with timed("index", "build"):
+        with timed("index", "build") as elapsed:
             index = faiss_index.build_index(corpus.embeddings[rows], config)
-        with FileSystems.create(index_path(ref.directory, pool)) as handle:
-            handle.write(faiss_index.serialize(index))
+            with FileSystems.create(index_path(ref.directory, pool)) as handle:
+                handle.write(faiss_index.serialize(index))
         logging.info(
             "built %s index of the %s pool (%d captions) in %.1fs",
             type(index).__name__,
             pool,
             len(rows),
-            time.monotonic() - started,
+            elapsed.seconds,
         )
     return ref
 

@@ -3,6 +3,7 @@
 import logging
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from apache_beam.metrics import Metrics
 
@@ -37,15 +38,22 @@ class Progress:
             )
 
 
+@dataclass
+class Elapsed:
+    seconds: float = 0.0
+
+
 @contextmanager
 def timed(namespace: str, name: str):
-    """Adds the block's wall time to the Beam counter ``<name>_ms``.
+    """Adds the block's wall time to the Beam counter ``<name>_ms``; yields it too.
 
     Summed over workers, so for a parallel stage it is busy time, not wall
     time; the benchmark reports both.
     """
+    elapsed = Elapsed()
     started = time.monotonic()
     try:
-        yield
+        yield elapsed
     finally:
-        Metrics.counter(namespace, f"{name}_ms").inc(int((time.monotonic() - started) * 1000))
+        elapsed.seconds = time.monotonic() - started
+        Metrics.counter(namespace, f"{name}_ms").inc(int(elapsed.seconds * 1000))

@@ -17,7 +17,6 @@ the cosine order.
 """
 
 import logging
-import time
 from dataclasses import dataclass, replace
 
 import apache_beam as beam
@@ -35,6 +34,7 @@ from transforms.paragraph_vectors import (
     train_paragraph_vectors,
     unit_vectors,
 )
+from transforms.progress import timed
 from transforms.split import image_key
 from transforms.surface import NgramTable, encode_ngrams, sim_surf_batch
 
@@ -179,27 +179,26 @@ def score_pv_point(
 ) -> dict:
     """OPTIMIZE-PV for one (dim, epochs): train on the corpus, mgs-rank on the evaluation set."""
     dim, epochs = point
-    started = time.monotonic()
-    model = train_paragraph_vectors(corpus.documents, replace(pv, dim=dim, epochs=epochs))
-    vectors = unit_vectors(model)[corpus.evaluation]
-    rank, pairs = mgs_rank(vectors, corpus.image_of[corpus.evaluation])
-    path = FileSystems.join(models, f"pv-dim{dim}-epochs{epochs}.model")
-    save_model(model, path)
-    seconds = time.monotonic() - started
+    with timed("search", "optimize_pv") as elapsed:
+        model = train_paragraph_vectors(corpus.documents, replace(pv, dim=dim, epochs=epochs))
+        vectors = unit_vectors(model)[corpus.evaluation]
+        rank, pairs = mgs_rank(vectors, corpus.image_of[corpus.evaluation])
+        path = FileSystems.join(models, f"pv-dim{dim}-epochs{epochs}.model")
+        save_model(model, path)
     logging.info(
         "OPTIMIZE-PV dim=%d epochs=%d: mgs-rank %.1f over %d pairs (%.0fs)",
         dim,
         epochs,
         rank,
         pairs,
-        seconds,
+        elapsed.seconds,
     )
     return {
         "dim": dim,
         "epochs": epochs,
         "mgs_rank": rank,
         "pairs": pairs,
-        "seconds": round(seconds, 1),
+        "seconds": round(elapsed.seconds, 1),
         "model": path,
     }
 
@@ -219,17 +218,17 @@ def score_lambdas(
     pv_result: dict, corpus: SearchCorpus, *, lambdas: list[float], neighbours: int, limit: float
 ) -> dict:
     """OPTIMIZE-SCORE with the winning PV model: wmgs-rank for every lambda."""
-    started = time.monotonic()
-    vectors = unit_vectors(load_model(pv_result["winner"]["model"]))[corpus.evaluation]
-    documents = [corpus.documents[row] for row in corpus.evaluation]
-    ranks = wmgs_rank_grid(
-        vectors,
-        corpus.image_of[corpus.evaluation],
-        encode_ngrams(documents),
-        lambdas,
-        neighbours=neighbours,
-        limit=limit,
-    )
+    with timed("search", "optimize_score") as elapsed:
+        vectors = unit_vectors(load_model(pv_result["winner"]["model"]))[corpus.evaluation]
+        documents = [corpus.documents[row] for row in corpus.evaluation]
+        ranks = wmgs_rank_grid(
+            vectors,
+            corpus.image_of[corpus.evaluation],
+            encode_ngrams(documents),
+            lambdas,
+            neighbours=neighbours,
+            limit=limit,
+        )
     for lam, rank in ranks.items():
         logging.info("OPTIMIZE-SCORE lambda=%.2f: wmgs-rank %.1f", lam, rank)
     winner = min(lambdas, key=lambda lam: (ranks[lam], lam))
@@ -238,7 +237,7 @@ def score_lambdas(
         "optimize_score": {
             "grid": [{"lambda": lam, "wmgs_rank": ranks[lam]} for lam in lambdas],
             "winner": {"lambda": winner, "wmgs_rank": ranks[winner]},
-            "seconds": round(time.monotonic() - started, 1),
+            "seconds": round(elapsed.seconds, 1),
         },
         "evaluation": {
             "captions": len(corpus.evaluation),
