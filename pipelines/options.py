@@ -71,7 +71,12 @@ class GenerateOptions:
         100_000, "pools of up to this many captions are searched exactly; larger ones by IVF"
     )
     ivf_nlist: int = _option(0, "IVF clusters (0: 4 * sqrt(pool size))")
-    ivf_nprobe: int = _option(48, "IVF clusters scanned per query (recall vs time)")
+    ivf_nprobe: int = _option(
+        0, "IVF clusters scanned per query (0: enough to scan --ivf_scan x N vectors)"
+    )
+    ivf_scan: float = _option(
+        20.0, "with --ivf_nprobe 0: vectors each query scans, as a multiple of N (recall vs time)"
+    )
     search_threads: int = _option(
         0, "faiss threads per worker process (0: all cores; 1 when running several workers)"
     )
@@ -105,6 +110,8 @@ class GenerateOptions:
             exact_limit=self.index_exact_limit,
             nlist=self.ivf_nlist,
             nprobe=self.ivf_nprobe,
+            scan=self.ivf_scan,
+            neighbours=self.neighbours,
             seed=self.seed,
             threads=self.search_threads,
         )
@@ -140,8 +147,11 @@ class GenerateOptions:
                 problems.append("--pv_dim_grid and --pv_epochs_grid need positive integers")
             if not lambdas or not all(0.0 <= lam <= 1.0 for lam in lambdas):
                 problems.append("--lambda_grid needs values in [0, 1]")
-        if self.search_sample_images < 0:
-            problems.append("--search_sample_images must be >= 0")
+        for name in ("ivf_nlist", "ivf_nprobe", "search_threads", "search_sample_images"):
+            if getattr(self, name) < 0:
+                problems.append(f"--{name} must be >= 0")
+        if self.ivf_scan <= 0:
+            problems.append("--ivf_scan must be > 0")
         if problems:
             raise InputError("; ".join(problems))
 

@@ -14,7 +14,9 @@ def _clustered(count=4000, dim=16, clusters=40, seed=0):
 
 def test_small_pools_are_searched_exactly():
     vectors = _clustered(count=500)
-    index = build_index(vectors, IndexConfig(exact_limit=500, nlist=0, nprobe=1, seed=0))
+    index = build_index(
+        vectors, IndexConfig(exact_limit=500, nlist=0, nprobe=1, scan=1, neighbours=10, seed=0)
+    )
     assert isinstance(index, faiss.IndexFlatIP)
     _, found = index.search(vectors[:5], 10)
     expected = np.argsort(-(vectors[:5] @ vectors.T), axis=1, kind="stable")[:, :10]
@@ -23,7 +25,7 @@ def test_small_pools_are_searched_exactly():
 
 def test_large_pools_use_ivf_with_high_recall_and_survive_serialisation():
     vectors = _clustered()
-    config = IndexConfig(exact_limit=1000, nlist=0, nprobe=16, seed=0)
+    config = IndexConfig(exact_limit=1000, nlist=0, nprobe=16, scan=1, neighbours=50, seed=0)
     index = deserialize(serialize(build_index(vectors, config)), config)
     assert isinstance(index, faiss.IndexIVFFlat)
     assert index.nlist == int(4 * np.sqrt(len(vectors))) and index.nprobe == 16
@@ -36,7 +38,7 @@ def test_large_pools_use_ivf_with_high_recall_and_survive_serialisation():
 
 def test_ivf_is_reproducible_for_a_seed():
     vectors = _clustered()
-    config = IndexConfig(exact_limit=0, nlist=32, nprobe=4, seed=5)
+    config = IndexConfig(exact_limit=0, nlist=32, nprobe=0, scan=20, neighbours=20, seed=5)
     first = build_index(vectors, config).search(vectors[:50], 20)[1]
     second = build_index(vectors, config).search(vectors[:50], 20)[1]
     assert first.tolist() == second.tolist()

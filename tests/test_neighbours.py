@@ -24,7 +24,7 @@ def _corpus(images, splits=None, dim=8, seed=0):
 
 
 def _pool(corpus, rows):
-    exact = IndexConfig(exact_limit=len(rows), nlist=0, nprobe=1, seed=0)
+    exact = IndexConfig(exact_limit=len(rows), nlist=0, nprobe=1, scan=1, neighbours=1, seed=0)
     return make_pool(corpus, rows, build_index(corpus.embeddings[rows], exact))
 
 

@@ -62,7 +62,7 @@ class Corpus:
     captions: dict[str, list[str]]  # column name -> values, one per row
     split_of: np.ndarray  # int8 index into SPLITS, per row
     image_of: np.ndarray  # int64 dense image index, per row
-    embeddings: np.ndarray  # float32 (rows, dim), unit length
+    embeddings: np.ndarray | None  # float32 (rows, dim), unit length; None once indexed
     ngrams: NgramTable
 
     def __len__(self) -> int:
@@ -153,13 +153,18 @@ def read_bytes(path: str) -> io.BytesIO:
         return io.BytesIO(handle.read())
 
 
-def load_corpus(directory: str) -> Corpus:
-    """Reads what :func:`write_corpus` wrote (once per worker process)."""
+def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
+    """Reads what :func:`write_corpus` wrote (once per worker process).
+
+    Searching workers skip the embeddings: the indexes hold the vectors
+    already, and a second copy is 2.4 GB per process at COCO 2014 scale
+    with dim 1024.
+    """
     table = pq.read_table(read_bytes(FileSystems.join(directory, "captions.parquet")))
     ngrams = np.load(read_bytes(FileSystems.join(directory, "ngrams.npz")))
     corpus = make_corpus(
         {name: table.column(name).to_pylist() for name in CAPTION_COLUMNS},
-        np.load(read_bytes(FileSystems.join(directory, "embeddings.npy"))),
+        np.load(read_bytes(FileSystems.join(directory, "embeddings.npy"))) if embeddings else None,
         NgramTable(
             ids=ngrams["ids"],
             ranks=ngrams["ranks"],

@@ -25,9 +25,24 @@ TRAINING_POINTS_PER_CLUSTER = 64
 class IndexConfig:
     exact_limit: int  # pools of at most this many captions are searched exactly
     nlist: int  # IVF clusters; 0 = 4 * sqrt(pool size)
-    nprobe: int  # IVF clusters scanned per query
+    nprobe: int  # IVF clusters scanned per query; 0 = enough to scan `scan` * `neighbours`
+    scan: float  # with nprobe 0: vectors scanned per query, as a multiple of neighbours
+    neighbours: int  # how many neighbours queries ask for
     seed: int
     threads: int = 0  # faiss (OpenMP) threads per process; 0 = faiss's default, all cores
+
+
+def probes(config: IndexConfig, count: int, nlist: int) -> int:
+    """IVF clusters to scan: recall@N depends on how many vectors a query sees
+    relative to N (measured: ~20 N gives 0.96 on 600k PV vectors), not on the
+    fraction of the corpus.
+
+    >>> probes(IndexConfig(0, 0, 0, 20, 500, 0), count=600_000, nlist=3098)
+    52
+    """
+    if config.nprobe:
+        return min(config.nprobe, nlist)
+    return min(nlist, math.ceil(config.scan * config.neighbours * nlist / count))
 
 
 def build_index(vectors: np.ndarray, config: IndexConfig) -> faiss.Index:
@@ -48,7 +63,8 @@ def build_index(vectors: np.ndarray, config: IndexConfig) -> faiss.Index:
     sample = np.random.default_rng(config.seed).choice(count, sample_size, replace=False)
     index.train(vectors[np.sort(sample)])
     index.add(vectors)
-    index.nprobe = config.nprobe
+    index.nprobe = probes(config, count, nlist)  # saved with the index
+    index.make_direct_map()  # targets are looked up in the index, not kept twice
     return index
 
 
@@ -57,14 +73,11 @@ def serialize(index: faiss.Index) -> bytes:
 
 
 def deserialize(data: bytes, config: IndexConfig) -> faiss.Index:
-    """Loads an index for searching with ``config``'s nprobe and threads.
+    """Loads an index for searching with ``config``'s threads.
 
     Several worker processes on one machine each running faiss on all cores
     oversubscribe it (OpenMP threads spin while waiting); ``threads`` caps it.
     """
     if config.threads:
         faiss.omp_set_num_threads(config.threads)
-    index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
-    if isinstance(index, faiss.IndexIVF):
-        index.nprobe = config.nprobe
-    return index
+    return faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))

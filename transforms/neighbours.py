@@ -86,7 +86,7 @@ def make_pool(corpus: Corpus, rows: np.ndarray, index: faiss.Index) -> Pool:
 def load_searchable(
     directory: str, decoy_pool: str, config: faiss_index.IndexConfig
 ) -> SearchableCorpus:
-    corpus = load_corpus(directory)
+    corpus = load_corpus(directory, embeddings=False)
     pools = {
         pool: make_pool(
             corpus,
@@ -127,7 +127,8 @@ def search(
     simPV 0) fills the rows' ends only when the pool is too small.
     """
     k = min(neighbours + pool.largest_image, len(pool.rows))
-    sims, local = pool.index.search(corpus.embeddings[targets], k)
+    queries = pool.index.reconstruct_batch(np.searchsorted(pool.rows, targets))
+    sims, local = pool.index.search(queries, k)
     rows = np.where(local >= 0, pool.rows[np.maximum(local, 0)], -1)
     other = (rows >= 0) & (corpus.image_of[rows] != corpus.image_of[targets][:, None])
     order = np.argsort(~other, axis=1, kind="stable")[:, :neighbours]
