@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
+from pipelines.options import GenerateOptions
 from schemas.instance import parse_mcic_line
 from tests.tfrecord_reader import parse_example, read_records
 
@@ -151,19 +152,10 @@ def check_decoys_recomputed(
     return min(sample, len(rows))
 
 
-def check_dataset(
-    output: str,
-    *,
-    n_dev: int,
-    n_test: int,
-    neighbours: int,
-    lam: float = 0.3,
-    surf_limit: float = 0.5,
-    decoy_pool: str = "all",
-    sample: int = 30,
-    exact_search: bool = True,
-) -> dict[str, list[dict]]:
-    """All invariants; returns the Parquet rows per split."""
+def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, list[dict]]:
+    """All invariants of the dataset ``options`` generated; returns its Parquet rows."""
+    output, n_dev, n_test = options.output, options.n_dev, options.n_test
+    neighbours, surf_limit, decoy_pool = options.neighbours, options.surf_limit, options.decoy_pool
     rows = {split: read_parquet(output, split) for split in SPLITS}
     corpus = pq.read_table(os.path.join(output, "corpus", "captions.parquet")).to_pylist()
     split_images = {
@@ -188,11 +180,11 @@ def check_dataset(
         output,
         every,
         neighbours=neighbours,
-        lam=lam,
+        lam=options.score_lambda,
         surf_limit=surf_limit,
         decoy_pool=decoy_pool,
         sample=sample,
-        exact_search=exact_search,
+        exact_search=len(corpus) <= options.index_exact_limit,
     )
     with open(os.path.join(output, "statistics.json")) as handle:
         statistics = json.load(handle)

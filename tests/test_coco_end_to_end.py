@@ -9,9 +9,7 @@ from tests.dataset_checks import check_dataset
 def test_coco_val2017_with_default_options(coco_dataset):
     output, options = coco_dataset
     assert (options.n_dev, options.n_test, options.neighbours) == (2000, 2000, 500)
-    rows = check_dataset(
-        output, n_dev=2000, n_test=2000, neighbours=500, decoy_pool="all", sample=25
-    )
+    rows = check_dataset(options, sample=25)
     with open(os.path.join(output, "statistics.json")) as handle:
         statistics = json.load(handle)
     assert statistics["skipped"]["normalize/duplicate_caption"] > 0

@@ -6,27 +6,13 @@ import os
 from tests.dataset_checks import check_dataset
 
 
-def _check(dataset, sample=40):
-    output, options = dataset
-    return check_dataset(
-        output,
-        n_dev=options.n_dev,
-        n_test=options.n_test,
-        neighbours=options.neighbours,
-        lam=options.score_lambda,
-        surf_limit=options.surf_limit,
-        decoy_pool=options.decoy_pool,
-        sample=sample,
-    )
-
-
 def test_synthetic_dataset_invariants(small_dataset):
-    rows = _check(small_dataset)
+    rows = check_dataset(small_dataset[1], sample=40)
     assert sum(len(r) for r in rows.values()) > 1000
 
 
 def test_split_pool_draws_decoys_from_the_targets_split_on_two_workers(small_dataset_split_pool):
-    _check(small_dataset_split_pool)
+    check_dataset(small_dataset_split_pool[1], sample=40)
 
 
 def test_same_seed_gives_the_same_instances(small_dataset, tmp_path):
