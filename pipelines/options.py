@@ -29,10 +29,10 @@ def _option(default: Any, help: str, choices: tuple[str, ...] | None = None) -> 
 class GenerateOptions:
     input: str = _option(
         REQUIRED,
-        "comma-separated COCO captions_*.json or Flickr token files; globs and any "
-        "Beam filesystem path (gs://...) work",
+        "comma-separated COCO captions_*.json or Flickr token files (paths or globs, "
+        "read through Beam's filesystems)",
     )
-    output: str = _option(REQUIRED, "output directory (local or gs://)")
+    output: str = _option(REQUIRED, "output directory (written through Beam's filesystems)")
     n_dev: int = _option(2000, "images in the dev split")
     n_test: int = _option(2000, "images in the test split")
     seed: int = _option(0, "seed of the split keys, PV training and option shuffling")
@@ -190,7 +190,10 @@ def markdown_table(options_type: type = GenerateOptions) -> str:
     """The README's option table."""
     rows = ["| option | default | meaning |", "| --- | --- | --- |"]
     for option in dataclasses.fields(options_type):
-        default = "required" if option.default is REQUIRED else f"`{option.default}`"
+        if option.default is REQUIRED:
+            default = "required"
+        else:
+            default = f"`{option.default}`" if option.default != "" else '`""`'
         rows.append(f"| `--{option.name}` | {default} | {option.metadata['help']} |")
     return "\n".join(rows)
 
