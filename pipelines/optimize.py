@@ -20,6 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
+from transforms.files import read_file
 from transforms.prepare import PrepareCaptions
 from transforms.read import expand_inputs
 from transforms.search import SearchHyperParameters, report_table
@@ -56,8 +57,7 @@ def run_search(options: GenerateOptions, beam_args: list[str]) -> dict:
     build_search(pipeline, options, expand_inputs(options.input))
     run_to_completion(pipeline)
     path = FileSystems.join(options.output, SEARCH_DIRECTORY, REPORT_FILE)
-    with FileSystems.open(path) as handle:
-        return json.load(handle)
+    return json.loads(read_file(path))
 
 
 def main(argv: list[str] | None = None) -> int:

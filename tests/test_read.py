@@ -7,7 +7,8 @@ import pytest
 
 from pipelines.generate import main
 from transforms.errors import InputError
-from transforms.read import expand_inputs, parse_captions, read_file
+from transforms.files import read_file
+from transforms.read import expand_inputs, parse_captions
 
 COCO = {
     "images": [

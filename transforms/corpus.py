@@ -34,6 +34,7 @@ from apache_beam.metrics import Metrics
 
 from schemas.records import Caption, caption_order
 from transforms.errors import InputError
+from transforms.files import read_file, write_file
 from transforms.paragraph_vectors import (
     PVConfig,
     load_model,
@@ -126,32 +127,21 @@ def write_corpus(corpus: Corpus, model, output: str) -> CorpusRef:
     table = pa.table({name: corpus.captions[name] for name in CAPTION_COLUMNS})
     with FileSystems.create(FileSystems.join(directory, "captions.parquet")) as handle:
         pq.write_table(table, handle)
-    _write_npy(FileSystems.join(directory, "embeddings.npy"), corpus.embeddings)
-    with FileSystems.create(FileSystems.join(directory, "ngrams.npz")) as handle:
-        buffer = io.BytesIO()
-        np.savez(
-            buffer,
-            ids=corpus.ngrams.ids,
-            ranks=corpus.ngrams.ranks,
-            offsets=corpus.ngrams.offsets,
-            lengths=corpus.ngrams.lengths,
-            vocab_size=np.int64(corpus.ngrams.vocab_size),
-        )
-        handle.write(buffer.getvalue())
+    embeddings = io.BytesIO()
+    np.save(embeddings, corpus.embeddings)
+    write_file(FileSystems.join(directory, "embeddings.npy"), embeddings.getvalue())
+    ngrams = io.BytesIO()
+    np.savez(
+        ngrams,
+        ids=corpus.ngrams.ids,
+        ranks=corpus.ngrams.ranks,
+        offsets=corpus.ngrams.offsets,
+        lengths=corpus.ngrams.lengths,
+        vocab_size=np.int64(corpus.ngrams.vocab_size),
+    )
+    write_file(FileSystems.join(directory, "ngrams.npz"), ngrams.getvalue())
     save_model(model, FileSystems.join(output, "pv", "doc2vec.model"))
     return CorpusRef(directory, len(corpus))
-
-
-def _write_npy(path: str, array: np.ndarray) -> None:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    with FileSystems.create(path) as handle:
-        handle.write(buffer.getvalue())
-
-
-def read_bytes(path: str) -> io.BytesIO:
-    with FileSystems.open(path, compression_type="uncompressed") as handle:
-        return io.BytesIO(handle.read())
 
 
 def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
@@ -161,11 +151,13 @@ def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
     already, and a second copy is 2.4 GB per process at COCO 2014 scale
     with dim 1024.
     """
-    table = pq.read_table(read_bytes(FileSystems.join(directory, "captions.parquet")))
-    ngrams = np.load(read_bytes(FileSystems.join(directory, "ngrams.npz")))
+    table = pq.read_table(io.BytesIO(read_file(FileSystems.join(directory, "captions.parquet"))))
+    ngrams = np.load(io.BytesIO(read_file(FileSystems.join(directory, "ngrams.npz"))))
     corpus = make_corpus(
         {name: table.column(name).to_pylist() for name in CAPTION_COLUMNS},
-        np.load(read_bytes(FileSystems.join(directory, "embeddings.npy"))) if embeddings else None,
+        np.load(io.BytesIO(read_file(FileSystems.join(directory, "embeddings.npy"))))
+        if embeddings
+        else None,
         NgramTable(
             ids=ngrams["ids"],
             ranks=ngrams["ranks"],

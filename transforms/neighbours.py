@@ -18,7 +18,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
 from transforms import index as faiss_index
-from transforms.corpus import Corpus, CorpusRef, load_corpus, read_bytes
+from transforms.corpus import Corpus, CorpusRef, load_corpus
+from transforms.files import read_file, write_file
 from transforms.progress import Progress, timed
 from transforms.split import SPLITS
 
@@ -66,8 +67,7 @@ def build_indexes(ref: CorpusRef, *, decoy_pool: str, config: faiss_index.IndexC
     for pool, rows in corpus.pools(decoy_pool).items():
         with timed("index", "build") as elapsed:
             index = faiss_index.build_index(corpus.embeddings[rows], config)
-            with FileSystems.create(index_path(ref.directory, pool)) as handle:
-                handle.write(faiss_index.serialize(index))
+            write_file(index_path(ref.directory, pool), faiss_index.serialize(index))
         logging.info(
             "built %s index of the %s pool (%d captions) in %.1fs",
             type(index).__name__,
@@ -91,7 +91,7 @@ def load_searchable(
         pool: make_pool(
             corpus,
             rows,
-            faiss_index.deserialize(read_bytes(index_path(directory, pool)).getvalue(), config),
+            faiss_index.deserialize(read_file(index_path(directory, pool)), config),
         )
         for pool, rows in corpus.pools(decoy_pool).items()
     }

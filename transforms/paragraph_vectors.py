@@ -10,6 +10,8 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from gensim.models.doc2vec import Doc2Vec, TaggedDocument
 
+from transforms.files import read_file
+
 
 @dataclass(frozen=True)
 class PVConfig:
@@ -65,5 +67,4 @@ def save_model(model: Doc2Vec, path: str) -> None:
 
 def load_model(path: str) -> Doc2Vec:
     """Reads a model written by :func:`save_model` (or gensim's own ``save``)."""
-    with FileSystems.open(path, compression_type="uncompressed") as handle:
-        return pickle.loads(handle.read())
+    return pickle.loads(read_file(path))

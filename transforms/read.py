@@ -14,6 +14,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import RawCaption
 from transforms.errors import InputError
+from transforms.files import read_file
 
 
 def expand_inputs(spec: str) -> list[str]:
@@ -31,11 +32,6 @@ def expand_inputs(spec: str) -> list[str]:
             raise InputError(f"{pattern}: no such file (check the path or glob in --input)")
         paths.update(metadata.path for metadata in matched)
     return sorted(paths)
-
-
-def read_file(path: str) -> bytes:
-    with FileSystems.open(path, compression_type="uncompressed") as handle:
-        return handle.read()
 
 
 def parse_captions(path: str, data: bytes) -> Iterator[RawCaption]:

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import Skip
+from transforms.files import list_files, read_file, write_file
 from transforms.split import SPLITS
 
 DECOY_MEASURES = {"sim_pv": "decoy_sim_pv", "sim_surf": "decoy_sim_surf", "score": "decoy_score"}
@@ -44,27 +45,18 @@ class WriteSkips(beam.PTransform):
         )
 
 
-def _matching(pattern: str) -> list[str]:
-    return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-
-
-def _read(path: str) -> bytes:
-    with FileSystems.open(path, compression_type="uncompressed") as handle:
-        return handle.read()
-
-
 def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip]]:
     """The instance columns the statistics need, per split, and every Skip."""
     columns = ["image_id", *DECOY_MEASURES.values()]
     instances = {}
     for split in SPLITS:
-        paths = _matching(FileSystems.join(output, split, "instances-*.parquet"))
-        tables = [pq.read_table(io.BytesIO(_read(path)), columns=columns) for path in paths]
+        paths = list_files(FileSystems.join(output, split, "instances-*.parquet"))
+        tables = [pq.read_table(io.BytesIO(read_file(path)), columns=columns) for path in paths]
         instances[split] = pa.concat_tables(tables) if tables else None
     skips = [
         Skip(**json.loads(line))
-        for path in _matching(FileSystems.join(output, *SKIPPED_PREFIX) + "*.jsonl")
-        for line in _read(path).decode("utf-8").splitlines()
+        for path in list_files(FileSystems.join(output, *SKIPPED_PREFIX) + "*.jsonl")
+        for line in read_file(path).decode("utf-8").splitlines()
         if line
     ]
     return instances, skips
@@ -122,8 +114,7 @@ def compute_statistics(instances: dict[str, pa.Table | None], skips: list[Skip])
 
 
 def write_json(path: str, value: dict) -> str:
-    with FileSystems.create(path) as handle:
-        handle.write(json.dumps(value, indent=2, sort_keys=True).encode("utf-8"))
+    write_file(path, json.dumps(value, indent=2, sort_keys=True).encode("utf-8"))
     return path
 
 

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from transforms.files import write_file
+
 CAPTIONS_PER_IMAGE = 5
 
 PEOPLE_ATTRIBUTES = ("young", "old", "happy", "tall", "smiling", "tired", "little", "blond")
@@ -297,7 +299,4 @@ def coco_document(seed: int, num_images: int) -> dict:
 
 
 def write_coco(path: str, seed: int, num_images: int) -> None:
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.create(path) as handle:
-        handle.write(json.dumps(coco_document(seed, num_images)).encode("utf-8"))
+    write_file(path, json.dumps(coco_document(seed, num_images)).encode("utf-8"))
