@@ -11,9 +11,8 @@ SKIPPED = "skipped"  # output tag of every stage that skips records
 
 
 class RawCaption(NamedTuple):
-    """One caption as read, with the file it came from for error messages."""
+    """One caption as read (errors about it are raised by the reader, naming the file)."""
 
-    source: str
     caption_id: str
     image_id: str
     caption: str

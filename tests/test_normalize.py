@@ -25,7 +25,7 @@ def test_empty_after_normalisation():
 
 
 def _raw(caption_id, image_id, caption):
-    return RawCaption("f.json", caption_id, image_id, caption, f"{image_id}.jpg", "")
+    return RawCaption(caption_id, image_id, caption, f"{image_id}.jpg", "")
 
 
 def test_composite_skips_empty_and_duplicate_captions():

@@ -76,7 +76,6 @@ def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
         if not isinstance(annotation["caption"], str):
             raise InputError(f"{path}: {record} (id {annotation['id']}): caption is not a string")
         yield RawCaption(
-            source=path,
             caption_id=str(annotation["id"]),
             image_id=str(annotation["image_id"]),
             caption=annotation["caption"],
@@ -105,7 +104,6 @@ def _parse_flickr(path: str, text: str) -> Iterator[RawCaption]:
                 f"(Flickr token format), got {line[:80]!r}"
             )
         yield RawCaption(
-            source=path,
             caption_id=key,
             image_id=file_name,
             caption=caption,
