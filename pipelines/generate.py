@@ -73,10 +73,10 @@ def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: li
     )
     instances = decoys["selections"] | "BuildInstances" >> BuildInstances(seed=options.seed)
     _ = instances | "WriteInstances" >> WriteInstances(
-        output=options.output, num_shards=options.output_shards
+        output=options.output, num_shards=options.output_shards, corpus=corpus
     )
     skips = (prepared[SKIPPED], decoys[SKIPPED]) | "Skips" >> beam.Flatten()
-    _ = skips | "WriteSkips" >> WriteSkips(output=options.output)
+    _ = skips | "WriteSkips" >> WriteSkips(output=options.output, corpus=corpus)
 
 
 def with_search_winners(options: GenerateOptions, report: dict) -> GenerateOptions:

@@ -82,7 +82,9 @@ class GenerateOptions:
     )
     shard_size: int = _option(5000, "targets per shard of neighbour search and scoring")
     batch_size: int = _option(500, "targets per faiss query and scoring batch")
-    output_shards: int = _option(0, "files per split and format (0: the runner decides)")
+    output_shards: int = _option(
+        0, "files per split and format (0: one per 20,000 captions of the split)"
+    )
 
     def pv_config(self) -> PVConfig:
         return PVConfig(
@@ -147,7 +149,13 @@ class GenerateOptions:
                 problems.append("--pv_dim_grid and --pv_epochs_grid need positive integers")
             if not lambdas or not all(0.0 <= lam <= 1.0 for lam in lambdas):
                 problems.append("--lambda_grid needs values in [0, 1]")
-        for name in ("ivf_nlist", "ivf_nprobe", "search_threads", "search_sample_images"):
+        for name in (
+            "ivf_nlist",
+            "ivf_nprobe",
+            "search_threads",
+            "search_sample_images",
+            "output_shards",
+        ):
             if getattr(self, name) < 0:
                 problems.append(f"--{name} must be >= 0")
         if self.ivf_scan <= 0:

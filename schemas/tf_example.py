@@ -1,4 +1,4 @@
-"""``tf.train.Example`` without TensorFlow.
+"""``tf.train.Example`` and TFRecord framing without TensorFlow.
 
 The message types are declared here from the same field numbers as
 ``tensorflow/core/example/{example,feature}.proto``, in a private descriptor
@@ -7,6 +7,9 @@ pool, so the writer needs only ``protobuf`` and the bytes are what
 (``FloatList``), as TensorFlow does; Parquet keeps float64.
 """
 
+import struct
+
+import google_crc32c
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from schemas.instance import FIELDS
@@ -80,4 +83,15 @@ def to_tf_example(instance: dict) -> bytes:
         getattr(example.features.feature[field.name], _LIST_OF_KIND[field.kind]).value.extend(
             values
         )
-    return example.SerializeToString()
+    return example.SerializeToString(deterministic=True)
+
+
+def _masked_crc(data: bytes) -> bytes:
+    crc = google_crc32c.value(data)
+    return struct.pack("<I", (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
+
+
+def tfrecord_frame(record: bytes) -> bytes:
+    """One TFRecord: length, masked CRC-32C of the length, data, masked CRC-32C of the data."""
+    length = struct.pack("<Q", len(record))
+    return length + _masked_crc(length) + record + _masked_crc(record)

@@ -55,6 +55,7 @@ class CorpusRef(NamedTuple):
 
     directory: str
     size: int
+    split_sizes: dict[str, int]  # captions per split: sizes the output shards
 
 
 @dataclass
@@ -141,7 +142,8 @@ def write_corpus(corpus: Corpus, model, output: str) -> CorpusRef:
     )
     write_file(FileSystems.join(directory, "ngrams.npz"), ngrams.getvalue())
     save_model(model, FileSystems.join(output, "pv", "doc2vec.model"))
-    return CorpusRef(directory, len(corpus))
+    split_sizes = np.bincount(corpus.split_of, minlength=len(SPLITS))
+    return CorpusRef(directory, len(corpus), dict(zip(SPLITS, split_sizes.tolist(), strict=True)))
 
 
 def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:

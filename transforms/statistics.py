@@ -22,26 +22,39 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import Skip
+from transforms.corpus import CorpusRef
 from transforms.files import list_files, read_file, write_file
 from transforms.split import SPLITS
+from transforms.write import Format, WriteShards, shard_count, text_bytes
 
 DECOY_MEASURES = {"sim_pv": "decoy_sim_pv", "sim_surf": "decoy_sim_surf", "score": "decoy_score"}
 HISTOGRAM_EDGES = np.linspace(-1.0, 1.0, 41)
-SKIPPED_PREFIX = ("skipped", "skipped")  # <output>/skipped/skipped-SSSSS-of-NNNNN.jsonl
+SKIPPED = Format("skipped", ".jsonl", text_bytes)  # <output>/skipped/skipped-SSSSS-of-NNNNN.jsonl
+
+
+def skipped_shards(ref: CorpusRef) -> int:
+    return shard_count(ref.size, 0)
 
 
 class WriteSkips(beam.PTransform):
     """Skip records -> JSON lines under <output>/skipped/, one per skipped record."""
 
-    def __init__(self, *, output: str):
+    def __init__(self, *, output: str, corpus: beam.PCollection):
         super().__init__()
-        self._prefix = FileSystems.join(output, *SKIPPED_PREFIX)
+        self._output, self._corpus = output, corpus
 
     def expand(self, skips):
         return (
             skips
             | "ToJson" >> beam.Map(lambda skip: json.dumps(skip._asdict(), sort_keys=True))
-            | "Write" >> beam.io.WriteToText(self._prefix, file_name_suffix=".jsonl")
+            | "Write"
+            >> WriteShards(
+                directory=FileSystems.join(self._output, "skipped"),
+                formats=(SKIPPED,),
+                key=str,
+                num_shards=skipped_shards,
+                corpus=self._corpus,
+            )
         )
 
 
@@ -55,7 +68,7 @@ def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip]]:
         instances[split] = pa.concat_tables(tables) if tables else None
     skips = [
         Skip(**json.loads(line))
-        for path in list_files(FileSystems.join(output, *SKIPPED_PREFIX) + "*.jsonl")
+        for path in list_files(FileSystems.join(output, "skipped", f"{SKIPPED.prefix}-*.jsonl"))
         for line in read_file(path).decode("utf-8").splitlines()
         if line
     ]

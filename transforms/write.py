@@ -1,59 +1,158 @@
-"""Writing instances: Parquet, TFRecord and MCIC text, per split.
+"""Writing instances (Parquet, TFRecord, MCIC text, per split) so that reruns are byte-identical.
 
 Layout under the output directory, for each split in train/dev/test::
 
     <split>/instances-SSSSS-of-NNNNN.parquet
     <split>/instances-SSSSS-of-NNNNN.tfrecord
     <split>/mcic-SSSSS-of-NNNNN.txt
+
+Beam's file sinks cut files by bundle, or deal records to shards round-robin
+from a random start, so two runs over the same records write different files.
+Here a record's shard is a hash of its key, and each shard is sorted by key and
+written whole by one call: for a fixed seed and config a rerun writes the same
+bytes whatever the runner or worker count. A retried bundle rewrites the same
+files, and a failed run leaves no completion marker (``pipelines/versions.py``),
+so a half-written shard is never read as part of a dataset.
 """
 
+import hashlib
+import io
+import math
+import operator
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
 import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
 
 from schemas.instance import ARROW_SCHEMA, mcic_line
-from schemas.tf_example import to_tf_example
+from schemas.tf_example import tfrecord_frame, to_tf_example
+from transforms.corpus import CorpusRef
+from transforms.files import write_file
 from transforms.split import SPLITS
 
+SHARD_CAPTIONS = 20_000  # default shard size: one file per this many captions of the split
 
-class WriteSplit(beam.PTransform):
-    """One split's instances -> its three formats, the same records in each."""
 
-    def __init__(self, *, directory: str, num_shards: int):
+class Format(NamedTuple):
+    """One kind of file: its name prefix and suffix, and how a sorted shard becomes bytes."""
+
+    prefix: str
+    suffix: str
+    encode: Callable[[list], bytes]
+
+
+def shard_count(captions: int, requested: int) -> int:
+    """``requested`` files, or (0) enough that each holds about SHARD_CAPTIONS records."""
+    return requested or max(1, math.ceil(captions / SHARD_CAPTIONS))
+
+
+def shard_of(key: str, num_shards: int) -> int:
+    """A stable hash: Python's ``hash`` of a str differs between processes."""
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % num_shards
+
+
+def shard_path(directory: str, form: Format, shard: int, num_shards: int) -> str:
+    return FileSystems.join(
+        directory, f"{form.prefix}-{shard:05d}-of-{num_shards:05d}{form.suffix}"
+    )
+
+
+def parquet_bytes(instances: list[dict]) -> bytes:
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(instances, schema=ARROW_SCHEMA), buffer)
+    return buffer.getvalue()
+
+
+def tfrecord_bytes(instances: list[dict]) -> bytes:
+    return b"".join(tfrecord_frame(to_tf_example(instance)) for instance in instances)
+
+
+def text_bytes(lines: Iterable[str]) -> bytes:
+    return "".join(f"{line}\n" for line in lines).encode("utf-8")
+
+
+def mcic_bytes(instances: list[dict]) -> bytes:
+    return text_bytes(mcic_line(instance) for instance in instances)
+
+
+INSTANCE_FORMATS = (
+    Format("instances", ".parquet", parquet_bytes),
+    Format("instances", ".tfrecord", tfrecord_bytes),
+    Format("mcic", ".txt", mcic_bytes),
+)
+
+
+def write_shard(
+    shard_and_records: tuple[int, dict[str, list]],
+    *,
+    directory: str,
+    formats: tuple[Format, ...],
+    key: Callable[[Any], str],
+    num_shards: int,
+) -> list[str]:
+    shard, grouped = shard_and_records
+    records = sorted(grouped["records"], key=key)
+    paths = []
+    for form in formats:
+        paths.append(shard_path(directory, form, shard, num_shards))
+        write_file(paths[-1], form.encode(records))
+    Metrics.counter("write", "shards").inc()
+    return paths
+
+
+class WriteShards(beam.PTransform):
+    """Records -> every shard file of every format (empty shards included); emits the paths."""
+
+    def __init__(
+        self,
+        *,
+        directory: str,
+        formats: tuple[Format, ...],
+        key: Callable[[Any], str],
+        num_shards: Callable[[CorpusRef], int],
+        corpus: beam.PCollection,
+    ):
         super().__init__()
-        self._directory, self._num_shards = directory, num_shards
+        self._directory, self._formats, self._key = directory, formats, key
+        self._num_shards, self._corpus = num_shards, corpus
 
-    def expand(self, instances):
-        prefix = FileSystems.join(self._directory, "instances")
-        parquet = instances | "Parquet" >> beam.io.WriteToParquet(
-            prefix, ARROW_SCHEMA, file_name_suffix=".parquet", num_shards=self._num_shards
+    def expand(self, records):
+        count = self._corpus | "ShardCount" >> beam.Map(self._num_shards)
+        keyed = records | "Shard" >> beam.Map(
+            lambda record, n, key: (shard_of(key(record), n), record),
+            n=beam.pvalue.AsSingleton(count),
+            key=self._key,
         )
-        tfrecord = (
-            instances
-            | "Serialize" >> beam.Map(to_tf_example)
-            | "TFRecord"
-            >> beam.io.WriteToTFRecord(
-                prefix, file_name_suffix=".tfrecord", num_shards=self._num_shards
+        every_shard = count | "EveryShard" >> beam.FlatMap(lambda n: ((s, None) for s in range(n)))
+        return (
+            {"records": keyed, "shard": every_shard}
+            | "Group" >> beam.CoGroupByKey()
+            | "Write"
+            >> beam.FlatMap(
+                write_shard,
+                directory=self._directory,
+                formats=self._formats,
+                key=self._key,
+                num_shards=beam.pvalue.AsSingleton(count),
             )
         )
-        text = (
-            instances
-            | "Format" >> beam.Map(mcic_line)
-            | "Text"
-            >> beam.io.WriteToText(
-                FileSystems.join(self._directory, "mcic"),
-                file_name_suffix=".txt",
-                num_shards=self._num_shards,
-            )
-        )
-        return (parquet, tfrecord, text) | "Files" >> beam.Flatten()
+
+
+def split_shards(split: str, requested: int) -> Callable[[CorpusRef], int]:
+    return lambda ref: shard_count(ref.split_sizes[split], requested)
 
 
 class WriteInstances(beam.PTransform):
     """Instances -> per-split files; returns the written file names."""
 
-    def __init__(self, *, output: str, num_shards: int):
+    def __init__(self, *, output: str, num_shards: int, corpus: beam.PCollection):
         super().__init__()
-        self._output, self._num_shards = output, num_shards
+        self._output, self._num_shards, self._corpus = output, num_shards, corpus
 
     def expand(self, instances):
         by_split = instances | "BySplit" >> beam.Partition(
@@ -62,8 +161,12 @@ class WriteInstances(beam.PTransform):
         written = [
             by_split[code]
             | f"Write {split}"
-            >> WriteSplit(
-                directory=FileSystems.join(self._output, split), num_shards=self._num_shards
+            >> WriteShards(
+                directory=FileSystems.join(self._output, split),
+                formats=INSTANCE_FORMATS,
+                key=operator.itemgetter("example_id"),
+                num_shards=split_shards(split, self._num_shards),
+                corpus=self._corpus,
             )
             for code, split in enumerate(SPLITS)
         ]
