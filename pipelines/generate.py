@@ -17,20 +17,33 @@ On Dataflow::
 """
 
 import dataclasses
+import json
 import logging
 import sys
+from dataclasses import dataclass
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
-from pipelines.manifest import build_manifest
+from pipelines.manifest import build_manifest, file_checksum
 from pipelines.optimize import REPORT_FILE, SEARCH_DIRECTORY, run_search
 from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
+from pipelines.versions import (
+    LATEST_FILE,
+    MANIFEST_FILE,
+    Version,
+    clear_incomplete,
+    plan_version,
+    point_latest,
+    publish,
+    version_name,
+)
 from schemas.records import SKIPPED
 from transforms.corpus import TrainParagraphVectors
 from transforms.decoys import ChooseDecoys
+from transforms.files import read_file
 from transforms.instances import BuildInstances
 from transforms.neighbours import FindNeighbourhoods, SharedCorpus
 from transforms.prepare import PrepareCaptions
@@ -46,7 +59,6 @@ from transforms.statistics import (
 from transforms.write import WriteInstances
 
 STATISTICS_FILE = "statistics.json"
-MANIFEST_FILE = "manifest.json"
 
 
 def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
@@ -91,11 +103,28 @@ def with_search_winners(options: GenerateOptions, report: dict) -> GenerateOptio
     )
 
 
-def run(options: GenerateOptions, beam_args: list[str] | None = None) -> dict:
-    """Runs the pipeline, then writes the statistics and, last, the manifest."""
+@dataclass(frozen=True)
+class Generated:
+    """What a run produced, or found already produced (``up_to_date``)."""
+
+    version: Version
+    statistics: dict
+    up_to_date: bool
+
+
+def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generated:
+    """Generates OUTPUT/<version>/ unless a completed one exists; publishes it last."""
     options.validate()
     beam_args = beam_args or []
     inputs = expand_inputs(options.input)
+    checksums = [file_checksum(path) for path in inputs]
+    version = plan_version(options.output, version_name(options, checksums), force=options.force)
+    if version.complete:
+        point_latest(options.output, version)
+        statistics = json.loads(read_file(FileSystems.join(version.directory, STATISTICS_FILE)))
+        return Generated(version, statistics, up_to_date=True)
+    clear_incomplete(version)
+    root, options = options.output, dataclasses.replace(options, output=version.directory)
     search = None
     if options.optimize:
         report = run_search(options, beam_args)
@@ -115,16 +144,25 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> dict:
     metrics = run_to_completion(pipeline)
     statistics = compute_statistics(*read_written(options.output))
     write_json(FileSystems.join(options.output, STATISTICS_FILE), statistics)
-    manifest = build_manifest(options, inputs, beam_args, statistics, metrics, search)
+    manifest = build_manifest(
+        options, version.name, checksums, beam_args, statistics, metrics, search
+    )
     write_json(FileSystems.join(options.output, MANIFEST_FILE), manifest)
-    return statistics
+    version = publish(root, version, {"instances": statistics["total"]["instances"]})
+    return Generated(version, statistics, up_to_date=False)
+
+
+def summary(generated: Generated, output: str) -> str:
+    if generated.up_to_date:
+        return (
+            f"up to date: {generated.version.directory} already holds these inputs and "
+            f"options (--force to generate again); {output}/{LATEST_FILE} points at it"
+        )
+    return f"{table_one(generated.statistics)}\ndataset written to {generated.version.directory}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    def generate(options: GenerateOptions, beam_args: list[str]) -> str:
-        return f"{table_one(run(options, beam_args))}\ndataset written to {options.output}"
-
-    return cli(argv, generate)
+    return cli(argv, lambda options, beam_args: summary(run(options, beam_args), options.output))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ def _git_commit() -> str | None:
 
 def build_manifest(
     options,
-    inputs: list[str],
+    version: str,
+    checksums: list[dict],
     beam_args: list[str],
     statistics: dict,
     counters: dict[str, int],
@@ -55,10 +56,11 @@ def build_manifest(
 ) -> dict:
     """``search``: where the search report is and what it chose (``--optimize``), or None."""
     return {
+        "version": version,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "options": dataclasses.asdict(options),
         "beam_args": beam_args,
-        "inputs": [file_checksum(path) for path in inputs],
+        "inputs": checksums,
         "code": {
             "git_commit": _git_commit(),
             "versions": {package: _version(package) for package in PACKAGES},

@@ -9,6 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipelines.versions import LABEL
 from transforms.corpus import DECOY_POOLS
 from transforms.errors import InputError
 from transforms.index import IndexConfig
@@ -32,7 +33,15 @@ class GenerateOptions:
         "comma-separated COCO captions_*.json or Flickr token files (paths or globs, "
         "read through Beam's filesystems)",
     )
-    output: str = _option(REQUIRED, "output directory (written through Beam's filesystems)")
+    output: str = _option(
+        REQUIRED,
+        "output root: each run writes OUTPUT/<version>/ and points OUTPUT/latest at it "
+        "(through Beam's filesystems)",
+    )
+    label: str = _option("", "prefix of the version name, e.g. coco2014 -> coco2014-<digest>")
+    force: bool = _option(
+        False, "run even when a completed version for these inputs and options exists"
+    )
     n_dev: int = _option(2000, "images in the dev split")
     n_test: int = _option(2000, "images in the test split")
     seed: int = _option(0, "seed of the split keys, PV training and option shuffling")
@@ -160,6 +169,8 @@ class GenerateOptions:
                 problems.append(f"--{name} must be >= 0")
         if self.ivf_scan <= 0:
             problems.append("--ivf_scan must be > 0")
+        if self.label and not LABEL.fullmatch(self.label):
+            problems.append("--label takes letters, digits, '_' and '-', starting alphanumeric")
         if problems:
             raise InputError("; ".join(problems))
 

@@ -1,5 +1,6 @@
 """Datasets generated once per test session and shared by the tests that check them."""
 
+import dataclasses
 import os
 
 import pytest
@@ -11,6 +12,13 @@ from transforms.synthetic import write_coco
 COCO_VAL2017 = os.path.join(
     os.path.dirname(__file__), "..", "..", "shared", "data", "coco", "captions_val2017.json"
 )
+
+
+def generated(options: GenerateOptions, beam_args: list[str] | None = None):
+    """(version directory, the options as the run saw them: output = that directory)."""
+    directory = run(options, beam_args).version.directory
+    return directory, dataclasses.replace(options, output=directory)
+
 
 SMALL = {"n_dev": 40, "n_test": 40, "neighbours": 60, "pv_dim": 64, "pv_epochs": 10}
 
@@ -27,8 +35,7 @@ def small_dataset(synthetic_corpus, tmp_path_factory) -> tuple[str, GenerateOpti
     options = GenerateOptions(
         input=synthetic_corpus, output=str(tmp_path_factory.mktemp("small")), **SMALL
     )
-    run(options)
-    return options.output, options
+    return generated(options)
 
 
 @pytest.fixture(scope="session")
@@ -39,13 +46,13 @@ def small_dataset_split_pool(synthetic_corpus, tmp_path_factory) -> tuple[str, G
         decoy_pool="split",
         **SMALL,
     )
-    run(options, ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"])
-    return options.output, options
+    return generated(
+        options, ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]
+    )
 
 
 @pytest.fixture(scope="session")
 def coco_dataset(tmp_path_factory) -> tuple[str, GenerateOptions]:
     assert os.path.exists(COCO_VAL2017), f"{COCO_VAL2017} is missing: ../shared must sit beside"
     options = GenerateOptions(input=COCO_VAL2017, output=str(tmp_path_factory.mktemp("coco")))
-    run(options)
-    return options.output, options
+    return generated(options)

@@ -15,19 +15,6 @@ def test_split_pool_draws_decoys_from_the_targets_split_on_two_workers(small_dat
     check_dataset(small_dataset_split_pool[1], sample=40)
 
 
-def test_same_seed_gives_the_same_instances(small_dataset, tmp_path):
-    from pipelines.generate import run
-    from tests.dataset_checks import read_parquet
-
-    first_output, options = small_dataset
-    again = options.__class__(**{**options.__dict__, "output": str(tmp_path)})
-    run(again)
-    for split in ("train", "dev", "test"):
-        first = sorted(read_parquet(first_output, split), key=lambda r: r["example_id"])
-        second = sorted(read_parquet(str(tmp_path), split), key=lambda r: r["example_id"])
-        assert first == second
-
-
 def test_statistics_count_every_caption(small_dataset):
     output, _ = small_dataset
     with open(os.path.join(output, "statistics.json")) as handle:

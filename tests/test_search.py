@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -100,9 +101,9 @@ def test_generate_optimize_uses_and_records_the_winners(synthetic_corpus, tmp_pa
     options = _search_options(
         synthetic_corpus, str(tmp_path), optimize=True, pv_epochs_grid="2,15", lambda_grid="0.2,0.6"
     )
-    run(options)
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    report = json.loads((tmp_path / "search" / "report.json").read_text())
+    version = pathlib.Path(run(options).version.directory)
+    manifest = json.loads((version / "manifest.json").read_text())
+    report = json.loads((version / "search" / "report.json").read_text())
     chosen = manifest["search"]["chosen"]
     assert chosen["pv_epochs"] == report["optimize_pv"]["winner"]["epochs"]
     assert chosen["score_lambda"] == report["optimize_score"]["winner"]["lambda"]

@@ -1,0 +1,140 @@
+"""Versioned, atomic, idempotent outputs: OUTPUT/<version>/, _COMPLETE, latest."""
+
+import dataclasses
+import hashlib
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import transforms.write
+from pipelines.generate import main, run
+from pipelines.options import GenerateOptions
+from pipelines.versions import COMPLETE_FILE, completed_dataset, version_name
+from tests.conftest import SMALL
+from tests.dataset_checks import check_dataset
+from transforms.errors import InputError
+
+# Written by every run, with times or run-specific paths in them; the dataset is the rest.
+RUN_RECORDS = {"manifest.json", COMPLETE_FILE, "pv/doc2vec.model"}
+CHECKSUMS = [{"sha256": "a" * 64}, {"sha256": "b" * 64}]
+
+
+def _tree(directory: str) -> dict[str, str]:
+    """Relative path -> sha256 of every file under a version, run records left out."""
+    files = {}
+    for path in pathlib.Path(directory).rglob("*"):
+        name = path.relative_to(directory).as_posix()
+        if path.is_file() and name not in RUN_RECORDS:
+            files[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return files
+
+
+def _latest(root: str) -> str:
+    return pathlib.Path(root, "latest").read_text().strip()
+
+
+def _changed_corpus(source: str, destination: pathlib.Path) -> str:
+    corpus = json.loads(pathlib.Path(source).read_text())
+    corpus["annotations"][0]["caption"] = "a purple giraffe reads a newspaper on a bus"
+    destination.write_text(json.dumps(corpus))
+    return str(destination)
+
+
+def test_version_names_follow_content_not_location():
+    options = GenerateOptions(input="a.json", output="out")
+    name = version_name(options, CHECKSUMS)
+    assert len(name) == 12
+    assert version_name(options, CHECKSUMS[::-1]) == name
+    moved = dataclasses.replace(options, input="b.json", output="gs://b/o", search_threads=1)
+    assert version_name(moved, CHECKSUMS) == name
+    assert version_name(dataclasses.replace(options, score_lambda=0.4), CHECKSUMS) != name
+    assert version_name(options, [{"sha256": "c" * 64}]) != name
+    labelled = version_name(dataclasses.replace(options, label="coco2014"), CHECKSUMS)
+    assert labelled == f"coco2014-{name}"
+
+
+def test_rerun_is_up_to_date_and_force_writes_an_identical_new_version(small_dataset, capsys):
+    first, options = small_dataset
+    root = os.path.dirname(first)
+    assert completed_dataset(root) == first
+    args = ["--input", options.input, "--output", root]
+    args += [f"--{name}={value}" for name, value in SMALL.items()]
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith(f"up to date: {first}")
+    assert main([*args, "--force", "--direct_num_workers", "2"]) == 0
+    second = f"{first}.2"
+    assert _latest(root) == os.path.basename(second)
+    assert completed_dataset(root) == second
+    assert _tree(second) == _tree(first)  # byte-identical, over two workers this time
+    assert any(name.endswith(".parquet") for name in _tree(first))
+
+
+def test_a_failed_run_leaves_latest_alone_and_the_next_run_completes(
+    synthetic_corpus, tmp_path, monkeypatch
+):
+    root = str(tmp_path / "out")
+    options = GenerateOptions(input=synthetic_corpus, output=root, **SMALL)
+    old = run(options).version
+    old_files = _tree(old.directory)
+    changed = dataclasses.replace(
+        options, input=_changed_corpus(synthetic_corpus, tmp_path / "changed.json")
+    )
+    write_shard = transforms.write.write_shard
+
+    def fail_after_writing(shard_and_records, **kwargs):
+        paths = write_shard(shard_and_records, **kwargs)
+        if kwargs["directory"].endswith("train"):
+            raise RuntimeError("injected failure after writing a train shard")
+        return paths
+
+    monkeypatch.setattr(transforms.write, "write_shard", fail_after_writing)
+    with pytest.raises(Exception, match="injected failure"):
+        run(changed)
+    monkeypatch.undo()
+    [failed] = [p for p in pathlib.Path(root).iterdir() if p.is_dir() and p.name != old.name]
+    assert list(failed.glob("train/instances-*.parquet"))  # partial files are there ...
+    assert not (failed / COMPLETE_FILE).exists()  # ... but never marked complete
+    assert _latest(root) == old.name
+    assert completed_dataset(root) == old.directory
+    with pytest.raises(InputError, match="no _COMPLETE marker: the run that wrote it failed"):
+        completed_dataset(str(failed))
+
+    new = run(changed).version
+    assert new.directory == str(failed)
+    assert _latest(root) == new.name
+    assert _tree(old.directory) == old_files  # the old version is untouched
+    check_dataset(dataclasses.replace(changed, output=new.directory), sample=10)
+
+
+def test_a_killed_run_is_never_published(synthetic_corpus, tmp_path):
+    root = tmp_path / "out"
+    args = [sys.executable, "-m", "pipelines.generate", "--input", synthetic_corpus]
+    args += ["--output", str(root), *(f"--{name}={value}" for name, value in SMALL.items())]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list(root.glob("*/corpus/embeddings.npy")) and time.monotonic() < deadline:
+        assert process.poll() is None, "the run ended before it could be killed"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    [killed] = list(root.iterdir())
+    assert not (killed / COMPLETE_FILE).exists()
+    assert not (root / "latest").exists()
+    with pytest.raises(InputError, match="no _COMPLETE marker"):
+        completed_dataset(str(root))
+
+    finished = subprocess.run(args, capture_output=True, text=True, check=True)
+    assert finished.stdout.strip().endswith(f"dataset written to {killed}")
+    assert (killed / COMPLETE_FILE).exists()
+    assert completed_dataset(str(root)) == str(killed)
+
+
+def test_readers_get_a_clear_error_where_there_is_no_dataset(tmp_path):
+    with pytest.raises(InputError, match="no dataset there"):
+        completed_dataset(str(tmp_path))
