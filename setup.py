@@ -13,7 +13,7 @@ setuptools.setup(
     python_requires=">=3.10",
     packages=setuptools.find_packages(include=["pipelines", "transforms", "schemas"]),
     install_requires=[
-        "apache-beam>=2.60,<3",
+        "apache-beam[gcp]>=2.60,<3",  # gcp: gs:// reads and writes, the Dataflow runner
         "gensim>=4.3,<5",
         "faiss-cpu>=1.8,<2",
         "numba>=0.60",  # the simSURF kernel: ~300x nltk on the same pairs
@@ -22,5 +22,8 @@ setuptools.setup(
         "protobuf>=4.21",
         "google-crc32c>=1.5",  # TFRecord framing checksums for Beam's WriteToTFRecord
     ],
-    extras_require={"test": ["pytest>=8", "nltk>=3.8", "ruff>=0.6"]},
+    extras_require={
+        # gcp-storage-emulator: the GCS API server the cloud I/O tests start on loopback
+        "test": ["pytest>=8", "nltk>=3.8", "ruff>=0.6", "gcp-storage-emulator>=2024.8"],
+    },
 )

@@ -43,7 +43,7 @@ from pipelines.versions import (
 from schemas.records import SKIPPED
 from transforms.corpus import TrainParagraphVectors
 from transforms.decoys import ChooseDecoys
-from transforms.files import read_file
+from transforms.files import check_location, check_writable, read_file
 from transforms.instances import BuildInstances
 from transforms.neighbours import FindNeighbourhoods, SharedCorpus
 from transforms.prepare import PrepareCaptions
@@ -116,7 +116,9 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     """Generates OUTPUT/<version>/ unless a completed one exists; publishes it last."""
     options.validate()
     beam_args = beam_args or []
+    check_location(options.output, "output")
     inputs = expand_inputs(options.input)
+    check_writable(options.output)
     checksums = [file_checksum(path) for path in inputs]
     version = plan_version(options.output, version_name(options, checksums), force=options.force)
     if version.complete:

@@ -14,7 +14,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import RawCaption
 from transforms.errors import InputError
-from transforms.files import read_file
+from transforms.files import (
+    bucket_exists,
+    bucket_of,
+    check_location,
+    read_file,
+    storage_problem,
+)
 
 
 def expand_inputs(spec: str) -> list[str]:
@@ -24,14 +30,26 @@ def expand_inputs(spec: str) -> list[str]:
         raise InputError("--input is empty: give COCO captions_*.json or Flickr token files")
     paths: set[str] = set()
     for pattern in patterns:
+        check_location(pattern, "input")
         try:
             matched = FileSystems.match([pattern])[0].metadata_list
         except Exception as error:  # each filesystem raises its own type
-            raise InputError(f"{pattern}: cannot list input ({error})") from error
+            raise InputError(f"{pattern}: cannot list input: {storage_problem(error)}") from error
         if not matched:
-            raise InputError(f"{pattern}: no such file (check the path or glob in --input)")
+            raise InputError(f"{pattern}: {_why_nothing_matched(pattern)}")
         paths.update(metadata.path for metadata in matched)
     return sorted(paths)
+
+
+def _why_nothing_matched(pattern: str) -> str:
+    bucket = bucket_of(pattern)
+    if bucket:
+        try:
+            if not bucket_exists(bucket):
+                return f"the bucket {bucket} does not exist"
+        except Exception as error:  # the client's own types
+            return f"cannot look up the bucket {bucket}: {storage_problem(error)}"
+    return "no such file (check the path or glob in --input)"
 
 
 def parse_captions(path: str, data: bytes) -> Iterator[RawCaption]:
