@@ -1,0 +1,89 @@
+"""Scheduled regeneration: generate only when the inputs or options changed; one log line.
+
+    python -m pipelines.regenerate --input 'gs://BUCKET/coco/captions_*.json' \\
+        --output gs://BUCKET/mcic-coco [generate's options] [Beam's options]
+
+Compares the inputs' checksums and the options with the manifest of the
+version ``OUTPUT/latest`` names, runs :mod:`pipelines.generate` when they
+differ (which itself finds an already completed version and does nothing),
+and prints one line for a scheduler's log. Exit codes: 0 generated or up to
+date, 2 bad input or options, 1 failure.
+"""
+
+import logging
+import sys
+import time
+from datetime import datetime, timezone
+
+from pipelines.generate import Generated, run
+from pipelines.options import GenerateOptions, parse_options
+from pipelines.versions import NO_CONTENT_OPTIONS, latest_version, read_manifest
+from transforms.errors import input_error_message
+
+
+def changes(previous: dict | None, current: dict) -> str:
+    """What differs between two manifests, in words, for the log line."""
+    if previous is None:
+        return "first run"
+    before = {entry["path"]: entry["sha256"] for entry in previous["inputs"]}
+    after = {entry["path"]: entry["sha256"] for entry in current["inputs"]}
+    what = [f"new input {path}" for path in sorted(after.keys() - before.keys())]
+    what += [f"input gone {path}" for path in sorted(before.keys() - after.keys())]
+    what += [
+        f"input changed {path}"
+        for path in sorted(after.keys() & before.keys())
+        if after[path] != before[path]
+    ]
+    options = sorted(
+        name
+        for name, value in current["options"].items()
+        if name not in NO_CONTENT_OPTIONS and previous["options"].get(name) != value
+    )
+    if options:
+        what.append("options " + ", ".join(options))
+    return "; ".join(what) or "no change (--force)"
+
+
+def summary_line(generated: Generated, previous: dict | None, seconds: float) -> str:
+    instances = generated.statistics["total"]["instances"]
+    if generated.up_to_date:
+        return f"up to date: {generated.version.name} ({instances:,} instances), nothing to do"
+    current = read_manifest(generated.version.directory)
+    return (
+        f"generated {generated.version.name} in {seconds:.0f}s ({changes(previous, current)}): "
+        f"{instances:,} instances, latest -> {generated.version.name}"
+    )
+
+
+def regenerate(options: GenerateOptions, beam_args: list[str]) -> str:
+    latest = latest_version(options.output)
+    previous = read_manifest(latest.directory) if latest and latest.complete else None
+    started = time.monotonic()
+    generated = run(options, beam_args)
+    return summary_line(generated, previous, time.monotonic() - started)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Always exactly one line on stdout: ``<UTC time> regenerate <output>: <what happened>``."""
+    logging.getLogger().setLevel(logging.INFO)
+    options, beam_args = parse_options(argv)
+    prefix = (
+        f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} regenerate {options.output}"
+    )
+    try:
+        line, code = regenerate(options, beam_args), 0
+    except Exception as error:
+        message = input_error_message(error)
+        if message is None:
+            logging.exception("regeneration failed")
+            first_line = (str(error).splitlines() or [""])[0]
+            message, code = f"FAILED: {type(error).__name__}: {first_line}", 1
+        else:
+            message, code = f"error: {message}", 2
+        line = message
+    print(f"{prefix}: {line}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""pipelines.regenerate: runs only when something changed, one line for the scheduler's log."""
+
+import json
+import pathlib
+import re
+
+import transforms.write
+from pipelines.regenerate import changes, main
+from tests.conftest import SMALL
+
+MANIFEST = {"inputs": [{"path": "a.json", "sha256": "1"}], "options": {"seed": 0, "output": "x"}}
+
+
+def test_changes_name_inputs_and_content_options():
+    assert changes(None, MANIFEST) == "first run"
+    assert changes(MANIFEST, MANIFEST) == "no change (--force)"
+    current = {
+        "inputs": [{"path": "a.json", "sha256": "2"}, {"path": "b.json", "sha256": "3"}],
+        "options": {"seed": 1, "output": "elsewhere"},
+    }
+    assert changes(MANIFEST, current) == "new input b.json; input changed a.json; options seed"
+
+
+def _regenerate(capsys, corpus: str, root: pathlib.Path) -> tuple[int, str]:
+    args = ["--input", corpus, "--output", str(root)]
+    code = main([*args, *(f"--{name}={value}" for name, value in SMALL.items())])
+    [line] = capsys.readouterr().out.splitlines()
+    assert re.match(rf"\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00 regenerate {root}: ", line)
+    return code, line.split(": ", 1)[1]
+
+
+def test_regenerates_only_when_an_input_changes(synthetic_corpus, tmp_path, capsys):
+    corpus = tmp_path / "captions.json"
+    corpus.write_bytes(pathlib.Path(synthetic_corpus).read_bytes())
+    root = tmp_path / "out"
+    code, first = _regenerate(capsys, str(corpus), root)
+    assert code == 0
+    name = (root / "latest").read_text().strip()
+    assert re.fullmatch(
+        rf"generated {name} in \d+s \(first run\): [\d,]+ instances, latest -> {name}", first
+    )
+    code, again = _regenerate(capsys, str(corpus), root)
+    assert (code, again.split(" (")[0]) == (0, f"up to date: {name}")
+
+    data = json.loads(corpus.read_text())
+    data["annotations"][0]["caption"] = "a purple giraffe reads a newspaper on a bus"
+    corpus.write_text(json.dumps(data))
+    code, changed = _regenerate(capsys, str(corpus), root)
+    new = (root / "latest").read_text().strip()
+    assert code == 0 and new != name
+    assert changed.startswith(f"generated {new} in ")
+    assert f"(input changed {corpus}): " in changed
+    assert (root / name / "_COMPLETE").exists()
+
+
+def test_a_failure_is_one_line_and_exit_code_1(synthetic_corpus, tmp_path, capsys, monkeypatch):
+    def fail(*args, **kwargs):
+        raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(transforms.write, "write_shard", fail)
+    code, line = _regenerate(capsys, synthetic_corpus, tmp_path / "out")
+    assert code == 1
+    assert line.startswith("FAILED: RuntimeError: injected failure")
+    assert not (tmp_path / "out" / "latest").exists()
+
+
+def test_bad_options_are_one_line_and_exit_code_2(synthetic_corpus, tmp_path, capsys):
+    code, line = _regenerate(capsys, str(tmp_path / "missing.json"), tmp_path / "out")
+    assert code == 2
+    assert (
+        line
+        == f"error: {tmp_path / 'missing.json'}: no such file (check the path or glob in --input)"
+    )
