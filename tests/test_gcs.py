@@ -9,6 +9,7 @@ import pathlib
 import pytest
 from google.cloud import storage
 
+import transforms.write
 from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
 from pipelines.versions import completed_dataset
@@ -93,3 +94,34 @@ def test_missing_permissions_are_named(gcs, corpus_in_bucket, capsys, monkeypatc
         f"error: gs://{BUCKET}/refused: cannot write there: permission denied for the "
         "credentials in use"
     )
+
+
+def test_a_failed_gcs_run_is_not_published_and_the_next_one_clears_it(
+    gcs, corpus_in_bucket, monkeypatch
+):
+    client, _ = gcs
+    options = GenerateOptions(
+        input=corpus_in_bucket, output=f"gs://{BUCKET}/failing", **{**SMALL, "seed": 1}
+    )
+    write_shard = transforms.write.write_shard
+
+    def fail_after_writing(shard_and_records, **kwargs):
+        write_shard(shard_and_records, **kwargs)
+        raise RuntimeError("injected failure after writing a shard")
+
+    monkeypatch.setattr(transforms.write, "write_shard", fail_after_writing)
+    with pytest.raises(Exception, match="injected failure"):
+        run(options)
+    monkeypatch.undo()
+    left = {blob.name for blob in client.list_blobs(BUCKET, prefix="failing/")}
+    assert any(name.endswith(".parquet") for name in left)
+    assert not any(name.endswith(("_COMPLETE", "latest")) for name in left)
+    stale = f"failing/{next(iter(left)).split('/')[1]}/train/instances-00000-of-00009.parquet"
+    client.bucket(BUCKET).blob(stale).upload_from_string(b"a shard of another shard count")
+
+    version = run(options).version
+    names = {blob.name for blob in client.list_blobs(BUCKET, prefix="failing/")}
+    assert f"failing/{version.name}/_COMPLETE" in names
+    assert stale.startswith(f"failing/{version.name}/") and stale not in names
+    assert client.bucket(BUCKET).blob("failing/latest").download_as_text().strip() == version.name
+    assert not any(".tmp-" in name or ".write-check-" in name for name in names)
