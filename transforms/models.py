@@ -30,6 +30,7 @@ import functools
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -105,6 +106,7 @@ class Regression:
     weights: np.ndarray
     bias: np.ndarray
     selection: dict = field(compare=False)
+    uses_image: ClassVar[bool] = True
 
     def scores(self, batch: Batch) -> np.ndarray:
         """Minus the distance between predicted and actual embeddings."""
@@ -134,7 +136,7 @@ def fit_regression(
     for alpha in config.ridge_alphas:
         weights, bias = ridge(scaler(source), goal, alpha)
         model = Regression(name, direction, scaler, weights, bias, {})
-        history[str(alpha)] = accuracy(model.scores(dev), dev.labels)
+        history[str(alpha)] = round(accuracy(model.scores(dev), dev.labels), 4)
         if best is None or history[str(alpha)] > history[str(best[0])]:
             best = (alpha, model)
     alpha, model = best
@@ -194,7 +196,7 @@ def train_epochs(
         order = rng.permutation(size)
         for start in range(0, size, batch_size):
             update(params, gradient(params, order[start : start + batch_size]))
-        history.append(dev_accuracy(params))
+        history.append(round(dev_accuracy(params), 4))
         if history[-1] > best_accuracy:
             best, best_accuracy, best_epoch = copy.deepcopy(params), history[-1], epoch
     return best, {"epoch": best_epoch, "dev_by_epoch": history}
@@ -233,6 +235,7 @@ class Bilinear:
     option_scaler: Scaler
     theta: np.ndarray
     selection: dict = field(compare=False)
+    uses_image: ClassVar[bool] = True
 
     def scores(self, batch: Batch) -> np.ndarray:
         return bilinear_scores(
@@ -359,6 +362,10 @@ class Classifier:
     scaler: Scaler
     params: tuple[np.ndarray, ...]
     selection: dict = field(compare=False)
+
+    @property
+    def uses_image(self) -> bool:
+        return self.inputs == "image"
 
     def scores(self, batch: Batch) -> np.ndarray:
         x = self.scaler(INPUTS[self.inputs](batch))
