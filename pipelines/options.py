@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from transforms.corpus import DECOY_POOLS
+from transforms.decoys import DECOY_KINDS
 from transforms.errors import InputError
 from transforms.features import FeatureConfig
 from transforms.index import IndexConfig
@@ -44,6 +45,12 @@ class GenerateOptions:
         "all",
         "where candidates come from: the whole corpus (paper) or only the target's split",
         DECOY_POOLS,
+    )
+    decoys: str = _option(
+        "mcic",
+        "mcic: Algorithm 1; random: drawn uniformly from other images' captions in the pool "
+        "(Visual Madlibs' easy task)",
+        DECOY_KINDS,
     )
     score_lambda: float = _option(0.3, "lambda of Score = lambda*simPV + (1-lambda)*simSURF")
     surf_limit: float = _option(0.5, "L: candidates with simSURF >= L score 0 (too similar)")
