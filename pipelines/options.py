@@ -178,7 +178,7 @@ class TrainOptions:
     image_ids: str = _option(
         "", "with a .npy --image_features: its rows' image ids or file names, one a line"
     )
-    dim: int = _option(256, "image and caption vectors are randomly projected to this size")
+    dim: int = _option(256, "longer image and caption vectors are randomly projected to this size")
     seed: int = _option(0, "seed of the projections, initial weights and minibatch order")
     concept_vocabulary: int = _option(1000, "concept features: the most frequent visual words")
     concept_min_count: int = _option(5, "concept features: ignore words in fewer train captions")

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from pipelines.options import TrainOptions
 from schemas.examples import TEXT_FEATURES, Batch
 from transforms.models import (
     FITTERS,
-    TrainConfig,
     accuracy,
     cross_entropy,
     hinge_loss,
@@ -95,9 +95,15 @@ def test_others_mean_leaves_each_option_out():
     np.testing.assert_allclose(others_mean(values)[0, :, 0], [4.75, 4.5, 4.25, 4.0, 2.5])
 
 
-CONFIG = TrainConfig(
-    epochs=8, batch_size=10, ffnn_hidden=(16, 8), ridge_alphas=(0.1, 10.0), linm_learning_rate=0.01
-)
+CONFIG = TrainOptions(
+    dataset="",
+    output="",
+    epochs=8,
+    batch_size=10,
+    ffnn_hidden="16,8",
+    ridge_alphas="0.1,10",
+    linm_learning_rate=0.01,
+).train_config()
 
 
 @pytest.mark.parametrize("name", ["Baseline-I2C", "Baseline-C2I", "Baseline-LinM", "FFNN"])

@@ -73,17 +73,17 @@ class Scaler:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Settings shared by the models trained by subgradient steps."""
+    """The fits' settings; defaults and meanings live in ``pipelines.options.TrainOptions``."""
 
-    ridge_alphas: tuple[float, ...] = (0.1, 1.0, 10.0, 100.0, 1000.0)
-    epochs: int = 20
-    batch_size: int = 20
-    linm_learning_rate: float = 0.001
-    linm_l2: float = 1e-4
-    ffnn_hidden: tuple[int, int] = (256, 128)
-    ffnn_learning_rate: float = 0.05
-    clip_norm: float = 4.0
-    seed: int = 0
+    ridge_alphas: tuple[float, ...]
+    epochs: int
+    batch_size: int
+    linm_learning_rate: float
+    linm_l2: float
+    ffnn_hidden: tuple[int, ...]
+    ffnn_learning_rate: float
+    clip_norm: float
+    seed: int
 
 
 # Baseline-I2C and Baseline-C2I: ridge regression on targets.
