@@ -51,7 +51,7 @@ def coco_dataset(tmp_path_factory) -> tuple[str, GenerateOptions]:
     return options.output, options
 
 
-TRAINING = {"n_dev": 100, "n_test": 100, "neighbours": 60, "pv_dim": 64, "pv_epochs": 10}
+TRAINING = {**SMALL, "n_dev": 100, "n_test": 100}
 
 
 @pytest.fixture(scope="session")
@@ -62,16 +62,18 @@ def training_corpus(tmp_path_factory) -> str:
     return path
 
 
+def generated(tmp_path_factory, name: str, **options) -> str:
+    output = str(tmp_path_factory.mktemp(name))
+    run(GenerateOptions(output=output, **options))
+    return output
+
+
 @pytest.fixture(scope="session")
 def mcic_dataset(training_corpus, tmp_path_factory) -> str:
-    output = str(tmp_path_factory.mktemp("mcic"))
-    run(GenerateOptions(input=training_corpus, output=output, **TRAINING))
-    return output
+    return generated(tmp_path_factory, "mcic", input=training_corpus, **TRAINING)
 
 
 @pytest.fixture(scope="session")
 def random_dataset(training_corpus, tmp_path_factory) -> str:
     """The same corpus with decoys drawn at random (--decoys random)."""
-    output = str(tmp_path_factory.mktemp("random"))
-    run(GenerateOptions(input=training_corpus, output=output, decoys="random", **TRAINING))
-    return output
+    return generated(tmp_path_factory, "random", input=training_corpus, decoys="random", **TRAINING)

@@ -61,8 +61,10 @@ class Scaler:
 
     @classmethod
     def fit(cls, x: np.ndarray) -> "Scaler":
+        """Statistics in x's dtype, so float32 features stay float32 (half the memory)."""
         rows = x.reshape(-1, x.shape[-1])
-        return cls(rows.mean(axis=0), np.maximum(rows.std(axis=0), 1e-6))
+        mean, scale = rows.mean(axis=0), np.maximum(rows.std(axis=0), 1e-6)
+        return cls(mean.astype(x.dtype), scale.astype(x.dtype))
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return (x - self.mean) / self.scale

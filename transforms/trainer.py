@@ -6,10 +6,11 @@ epoch) needs the whole train split and dev split at hand, so
 :class:`FitModels` gathers the train and dev Examples with ``ToList`` onto
 one worker and fits the models there one after another; what flows on is the
 fitted models (kilobytes to a few MB each), which every evaluating worker
-receives as a side input. Cost: that worker holds the train and dev Examples,
-about (1 + 2 * 5) * dim * 4 bytes each plus the arrays stacked from them
-(~25 KB each at dim 256; COCO 2014's ~570k train and dev instances: ~15 GB,
-so a high-memory worker, or a smaller ``--dim``).
+receives as a side input. Cost: that worker holds every train and dev
+Example ((1 + 5) * dim float32, 6 KB at dim 256) plus the arrays stacked and
+scaled from them; on COCO val2017 (20k train and dev instances) the whole
+process peaked at 2.0 GB, so COCO 2014's ~570k need a high-memory worker or a
+smaller ``--dim``.
 
 **Evaluation is parallel.** :class:`Evaluate` scores batches of dev and test
 Examples with every model and counts correct answers per (model, split).
