@@ -19,7 +19,7 @@ def test_concept_features_come_from_the_images_other_captions_only():
         "8": [("80", "a dog and a kite")],
     }
     lexicon = build_lexicon([t for c in captions.values() for _, t in c], size=10, min_count=1)
-    images = ConceptImages(lexicon, captions, seed=0, dim=len(lexicon))
+    images = ConceptImages(lexicon, captions, random_projection(len(lexicon), 256, 0, "concepts"))
     instance = {"image_id": "7", "option_caption_ids": ["80", "70", "12", "13", "14"]}
     vector = images.vector(instance)
     present = {word for word, column in lexicon.items() if vector[column] > 0}
@@ -39,10 +39,13 @@ def test_random_projection_is_seeded_and_keeps_inner_products():
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((50, 2048))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    projected = random_projection(vectors, 256, seed=3, salt="images")
-    assert projected.shape == (50, 256)
-    np.testing.assert_array_equal(projected, random_projection(vectors, 256, 3, "images"))
-    assert not np.array_equal(projected, random_projection(vectors, 256, 4, "images"))
+    projection = random_projection(2048, 256, seed=3, salt="images")
+    assert projection.shape == (2048, 256)
+    np.testing.assert_array_equal(projection, random_projection(2048, 256, 3, "images"))
+    assert not np.array_equal(projection, random_projection(2048, 256, 4, "images"))
+    assert not np.array_equal(projection, random_projection(2048, 256, 3, "captions"))
+    np.testing.assert_array_equal(random_projection(64, 256, 3, "images"), np.eye(64))
+    projected = vectors @ projection
     error = np.abs(projected @ projected.T - vectors @ vectors.T)
     assert error.max() < 0.35 and error.mean() < 0.06  # Johnson-Lindenstrauss at dim 256
 

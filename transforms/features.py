@@ -72,16 +72,15 @@ INSTANCE_COLUMNS = (
 )
 
 
-def random_projection(vectors: np.ndarray, dim: int, seed: int, salt: str) -> np.ndarray:
-    """``vectors @ R`` with R ~ N(0, 1/dim), seeded by (seed, salt); inner products survive.
-
-    Vectors of at most ``dim`` components are only cast: there is nothing to reduce.
+def random_projection(size: int, dim: int, seed: int, salt: str) -> np.ndarray:
+    """A (size, dim) matrix R ~ N(0, 1/dim), seeded by (seed, salt): ``x @ R`` keeps inner
+    products (Johnson-Lindenstrauss). Vectors of at most ``dim`` components have nothing to
+    reduce: then R is the identity.
     """
-    if vectors.shape[-1] <= dim:
-        return vectors.astype(np.float32)
+    if size <= dim:
+        return np.eye(size, dtype=np.float32)
     rng = np.random.default_rng([seed, *salt.encode()])
-    projection = rng.standard_normal((vectors.shape[-1], dim)) / np.sqrt(dim)
-    return (vectors @ projection).astype(np.float32)
+    return (rng.standard_normal((size, dim)) / np.sqrt(dim)).astype(np.float32)
 
 
 def open_class_words(text: str) -> set[str]:
@@ -188,14 +187,12 @@ class ConceptImages:
 
     lexicon: dict[str, int]
     captions_of: dict[str, list[tuple[str, str]]]  # image id -> (caption id, text)
-    seed: int
-    dim: int
+    projection: np.ndarray  # (len(lexicon), dim)
 
     def vector(self, instance: dict) -> np.ndarray:
         own = set(instance["option_caption_ids"])
         others = [text for cid, text in self.captions_of[instance["image_id"]] if cid not in own]
-        bag = concept_bag(others, self.lexicon)
-        return random_projection(bag[None, :], self.dim, self.seed, "concepts")[0]
+        return concept_bag(others, self.lexicon).astype(np.float32) @ self.projection
 
 
 @dataclass
@@ -215,6 +212,7 @@ class FeatureSpace:
 
     corpus: Corpus
     row_of: dict[str, int]  # caption id -> corpus row
+    caption_projection: np.ndarray  # (PV dim, dim)
     images: ConceptImages | TableImages
     config: FeatureConfig
 
@@ -228,9 +226,8 @@ def load_feature_space(config: FeatureConfig) -> FeatureSpace:
         file_names = dict(zip(columns["image_id"], columns["file_name"], strict=True))
         row_of = match_images(ids, file_names, config.image_features)
         keys = sorted(row_of)
-        projected = random_projection(
-            vectors[[row_of[key] for key in keys]], config.dim, config.seed, "images"
-        )
+        projection = random_projection(vectors.shape[1], config.dim, config.seed, "images")
+        projected = vectors[[row_of[key] for key in keys]].astype(np.float32) @ projection
         images = TableImages({key: row for row, key in enumerate(keys)}, projected)
     else:
         train = [
@@ -244,10 +241,13 @@ def load_feature_space(config: FeatureConfig) -> FeatureSpace:
             columns["caption_id"], columns["image_id"], columns["text"], strict=True
         ):
             captions_of[image_id].append((cid, text))
-        images = ConceptImages(lexicon, dict(captions_of), config.seed, config.dim)
+        projection = random_projection(len(lexicon), config.dim, config.seed, "concepts")
+        images = ConceptImages(lexicon, dict(captions_of), projection)
         logging.info("concept lexicon: %d words from the train split's captions", len(lexicon))
     row_of = {cid: row for row, cid in enumerate(columns["caption_id"])}
-    return FeatureSpace(corpus, row_of, images, config)
+    pv_dim = corpus.embeddings.shape[1]
+    captions = random_projection(pv_dim, config.dim, config.seed, "captions")
+    return FeatureSpace(corpus, row_of, captions, images, config)
 
 
 def text_features(
@@ -279,15 +279,12 @@ def build_example(
             f"{space.config.dataset}: instance {instance['example_id']}: option caption {missing} "
             "is not in corpus/captions.parquet: the dataset's files do not belong together"
         ) from None
-    options = random_projection(
-        space.corpus.embeddings[rows], space.config.dim, space.config.seed, "captions"
-    )
     return Example(
         example_id=instance["example_id"],
         split=instance["split"],
         label=int(instance["label"]),
         image=space.images.vector(instance),
-        options=options,
+        options=space.corpus.embeddings[rows] @ space.caption_projection,
         text=text_features(space, rows, instance["options"], seen, scratch),
     )
 
