@@ -124,7 +124,7 @@ def test_cli_refuses_missing_image_ids_and_incomplete_datasets(mcic_dataset, tmp
     empty = tmp_path / "unfinished"
     (empty / "train").mkdir(parents=True)
     assert main(["--dataset", str(empty), "--output", str(tmp_path / "b")]) == 2
-    assert capsys.readouterr().err.strip() == (
-        f"error: {empty}: no manifest.json, so this is not a completed pipelines.generate "
-        "output (it is still running, failed, or the path is wrong)"
-    )
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"error: {empty}") and error.count("\n") == 0
+    assert "complete" in error.lower()
+    assert not (tmp_path / "b").exists()
