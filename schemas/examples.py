@@ -46,11 +46,6 @@ class Batch:
             labels=np.asarray([e.label for e in examples], dtype=np.int64),
         )
 
-    def take(self, indices: np.ndarray) -> "Batch":
-        return Batch(
-            self.images[indices], self.options[indices], self.text[indices], self.labels[indices]
-        )
-
     def text_feature(self, name: str) -> np.ndarray:
         """One text feature of every option, (n, 5)."""
         return self.text[:, :, TEXT_FEATURES.index(name)]

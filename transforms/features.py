@@ -137,7 +137,8 @@ def read_image_features(path: str, ids_path: str) -> tuple[list[str], np.ndarray
     try:
         if path.endswith(".npy"):
             vectors = np.load(io.BytesIO(read_file(path)))
-            ids = read_file(ids_path).decode("utf-8").split()
+            lines = read_file(ids_path).decode("utf-8").splitlines()
+            ids = [line.strip() for line in lines if line.strip()]
             where = f"{path} with {ids_path}"
         else:
             table = pq.read_table(io.BytesIO(read_file(path)))

@@ -18,6 +18,7 @@ Examples with every model and counts correct answers per (model, split).
 
 import io
 import math
+from collections.abc import Iterable, Iterator
 
 import apache_beam as beam
 import numpy as np
@@ -27,7 +28,7 @@ from schemas.examples import Batch, Example
 from transforms.audits import AUDITS
 from transforms.errors import InputError
 from transforms.files import write_file
-from transforms.models import FITTERS, TrainConfig, answers
+from transforms.models import FITTERS, Model, TrainConfig, answers
 from transforms.progress import timed
 from transforms.statistics import write_json
 
@@ -36,7 +37,7 @@ EVALUATION_SPLITS = ("dev", "test")
 CHANCE = 0.2
 
 
-def fit_and_write(examples: list[Example], *, config: TrainConfig, output: str):
+def fit_and_write(examples: list[Example], *, config: TrainConfig, output: str) -> Iterator[Model]:
     """Fits every model on train (selected on dev), writes each to <output>/models/<name>.npz."""
     by_split = {split: [e for e in examples if e.split == split] for split in FIT_SPLITS}
     for split, members in by_split.items():
@@ -82,7 +83,12 @@ def count_correct(examples: list[Example], models: list) -> list[tuple[tuple[str
     return counts
 
 
-def add_counts(counts) -> tuple[int, int]:
+def add_counts(counts: Iterable[tuple[int, int]]) -> tuple[int, int]:
+    """Sums (correct, total) pairs: associative, so Beam may combine partial sums.
+
+    >>> add_counts([(3, 10), (5, 10), (0, 4)])
+    (8, 24)
+    """
     correct, total = 0, 0
     for c, t in counts:
         correct, total = correct + c, total + t
@@ -107,7 +113,11 @@ class Evaluate(beam.PTransform):
 
 
 def split_result(correct: int, total: int) -> dict:
-    """Accuracy with its binomial standard deviation sqrt(p (1 - p) / n), as in Table 3."""
+    """Accuracy with its binomial standard deviation sqrt(p (1 - p) / n), as in Table 3.
+
+    >>> {k: round(v, 4) for k, v in split_result(300, 1000).items()}
+    {'accuracy': 0.3, 'std': 0.0145, 'correct': 300, 'total': 1000}
+    """
     accuracy = correct / total
     return {
         "accuracy": accuracy,
