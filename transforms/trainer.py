@@ -69,7 +69,9 @@ class FitModels(beam.PTransform):
         )
 
 
-def count_correct(examples: list[Example], models: list) -> list[tuple[tuple[str, str], tuple]]:
+def count_correct(
+    examples: list[Example], models: list
+) -> list[tuple[tuple[str, str], tuple[int, int]]]:
     """((model, split), (correct, total)) for a batch of examples, every audit and model."""
     counts = []
     for split in EVALUATION_SPLITS:
