@@ -79,9 +79,14 @@ def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: li
         neighbours=options.neighbours,
         shard_size=options.shard_size,
         batch_size=options.batch_size,
+        decoys=options.decoys,
+        seed=options.seed,
     )
     decoys = neighbourhoods | "ChooseDecoys" >> ChooseDecoys(
-        corpus=corpus_copy, lam=options.score_lambda, limit=options.surf_limit
+        corpus=corpus_copy,
+        lam=options.score_lambda,
+        limit=options.surf_limit,
+        decoys=options.decoys,
     )
     instances = decoys["selections"] | "BuildInstances" >> BuildInstances(seed=options.seed)
     _ = instances | "WriteInstances" >> WriteInstances(

@@ -1,18 +1,22 @@
-"""Every option of the generator, with its default and help: their one home.
+"""Every option of the generator and the trainer, with its default and help: their one home.
 
-The argparse flags, the README's option table and the run manifest are all
-derived from :class:`GenerateOptions`.
+The argparse flags, the README's option tables and the run manifest are all
+derived from :class:`GenerateOptions` and :class:`TrainOptions`.
 """
 
 import argparse
 import dataclasses
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.versions import LABEL
 from transforms.corpus import DECOY_POOLS
+from transforms.decoys import DECOY_KINDS
 from transforms.errors import InputError
+from transforms.features import FeatureConfig
 from transforms.index import IndexConfig
+from transforms.models import TrainConfig
 from transforms.paragraph_vectors import PVConfig
 from transforms.split import SPLITS
 
@@ -50,6 +54,12 @@ class GenerateOptions:
         "all",
         "where candidates come from: the whole corpus (paper) or only the target's split",
         DECOY_POOLS,
+    )
+    decoys: str = _option(
+        "mcic",
+        "mcic: Algorithm 1; random: drawn uniformly from other images' captions in the pool "
+        "(Visual Madlibs' easy task)",
+        DECOY_KINDS,
     )
     score_lambda: float = _option(0.3, "lambda of Score = lambda*simPV + (1-lambda)*simSURF")
     surf_limit: float = _option(0.5, "L: candidates with simSURF >= L score 0 (too similar)")
@@ -175,6 +185,88 @@ class GenerateOptions:
             raise InputError("; ".join(problems))
 
 
+@dataclass(frozen=True)
+class TrainOptions:
+    dataset: str = _option(
+        REQUIRED,
+        "generate's --output (its latest version is read) or one completed OUTPUT/<version>",
+    )
+    output: str = _option(REQUIRED, "where metrics.json, table.txt and models/ are written")
+    image_features: str = _option(
+        "",
+        "Parquet (columns image, features) or .npy (with --image_ids) of image vectors; "
+        '"": concept features from the image\'s other captions (an oracle, not vision)',
+    )
+    image_ids: str = _option(
+        "", "with a .npy --image_features: its rows' image ids or file names, one a line"
+    )
+    dim: int = _option(256, "longer image and caption vectors are randomly projected to this size")
+    seed: int = _option(0, "seed of the projections, initial weights and minibatch order")
+    concept_vocabulary: int = _option(1000, "concept features: the most frequent visual words")
+    concept_min_count: int = _option(5, "concept features: ignore words in fewer train captions")
+    ridge_alphas: str = _option(
+        "0.1,1,10,100,1000", "Baseline-I2C/C2I: ridge penalties tried; the best on dev wins"
+    )
+    epochs: int = _option(20, "LinM, FFNNs: passes over train; the best epoch on dev is kept")
+    batch_size: int = _option(20, "LinM, FFNNs: instances per step (paper: 20)")
+    linm_learning_rate: float = _option(0.001, "Baseline-LinM: subgradient step size")
+    linm_l2: float = _option(1e-4, "Baseline-LinM: L2 penalty on Theta")
+    ffnn_hidden: str = _option("256,128", "FFNNs: sizes of the two ReLU hidden layers")
+    ffnn_learning_rate: float = _option(
+        0.05, "FFNNs: Adagrad learning rate (paper: 0.01 over 3M steps)"
+    )
+    clip_norm: float = _option(4.0, "FFNNs: gradients are clipped to this norm (paper: 4)")
+
+    def feature_config(self, dataset: str) -> FeatureConfig:
+        """``dataset``: the completed dataset directory the run resolved."""
+        return FeatureConfig(
+            dataset=dataset,
+            dim=self.dim,
+            seed=self.seed,
+            image_features=self.image_features,
+            image_ids=self.image_ids,
+            concept_vocabulary=self.concept_vocabulary,
+            concept_min_count=self.concept_min_count,
+        )
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(
+            ridge_alphas=tuple(float(alpha) for alpha in self.ridge_alphas.split(",")),
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            linm_learning_rate=self.linm_learning_rate,
+            linm_l2=self.linm_l2,
+            ffnn_hidden=tuple(_ints(self.ffnn_hidden)),
+            ffnn_learning_rate=self.ffnn_learning_rate,
+            clip_norm=self.clip_norm,
+            seed=self.seed,
+        )
+
+    def validate(self) -> None:
+        problems = []
+        for name in ("dim", "concept_vocabulary", "epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                problems.append(f"--{name} must be >= 1")
+        for name in ("linm_learning_rate", "ffnn_learning_rate", "clip_norm"):
+            if getattr(self, name) <= 0:
+                problems.append(f"--{name} must be > 0")
+        if self.linm_l2 < 0:
+            problems.append("--linm_l2 must be >= 0")
+        try:
+            config = self.train_config()
+        except ValueError:
+            problems.append("--ridge_alphas and --ffnn_hidden are comma-separated numbers")
+        else:
+            if not config.ridge_alphas or min(config.ridge_alphas) <= 0:
+                problems.append("--ridge_alphas needs positive values")
+            if len(config.ffnn_hidden) != 2 or min(config.ffnn_hidden) < 1:
+                problems.append("--ffnn_hidden needs two positive sizes, e.g. 256,128")
+        if self.image_features.endswith(".npy") != bool(self.image_ids):
+            problems.append("--image_ids is needed with a .npy --image_features, and only then")
+        if problems:
+            raise InputError("; ".join(problems))
+
+
 def _ints(values: str) -> list[int]:
     return [int(value) for value in values.split(",")]
 
@@ -197,12 +289,14 @@ def add_arguments(parser: argparse.ArgumentParser, options_type: type = Generate
         )
 
 
-def parse_options(argv: list[str] | None) -> tuple[GenerateOptions, list[str]]:
-    """Our flags -> GenerateOptions; the rest is left for Beam's PipelineOptions."""
+def parse_options(
+    argv: list[str] | None, options_type: type = GenerateOptions
+) -> tuple[Any, list[str]]:
+    """Our flags -> ``options_type``; the rest is left for Beam's PipelineOptions."""
     parser = argparse.ArgumentParser(description=__doc__)
-    add_arguments(parser)
+    add_arguments(parser, options_type)
     known, beam_args = parser.parse_known_args(argv)
-    return GenerateOptions(**vars(known)), beam_args
+    return options_type(**vars(known)), beam_args
 
 
 def markdown_table(options_type: type = GenerateOptions) -> str:
@@ -217,5 +311,7 @@ def markdown_table(options_type: type = GenerateOptions) -> str:
     return "\n".join(rows)
 
 
-if __name__ == "__main__":
-    print(markdown_table())  # the README's option table: python -m pipelines.options
+TABLES = {"generate": GenerateOptions, "train": TrainOptions}
+
+if __name__ == "__main__":  # the README's option tables: python -m pipelines.options [train]
+    print(markdown_table(TABLES[sys.argv[1] if len(sys.argv) > 1 else "generate"]))

@@ -3,6 +3,7 @@
 import logging
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
@@ -38,10 +39,17 @@ def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:
     return dict(sorted(values.items()))
 
 
-def cli(argv: list[str] | None, run: Callable[[GenerateOptions, list[str]], str]) -> int:
-    """Parses flags, runs, prints what ``run`` returns; an input error is one line, exit 2."""
+def cli(
+    argv: list[str] | None,
+    run: Callable[[Any, list[str]], str],
+    options_type: type = GenerateOptions,
+) -> int:
+    """Parses flags into ``options_type``, runs, prints what ``run`` returns.
+
+    An input error is one line and exit code 2.
+    """
     logging.getLogger().setLevel(logging.INFO)
-    options, beam_args = parse_options(argv)
+    options, beam_args = parse_options(argv, options_type)
     try:
         summary = run(options, beam_args)
     except Exception as error:

@@ -56,3 +56,28 @@ def coco_dataset(tmp_path_factory) -> tuple[str, GenerateOptions]:
     assert os.path.exists(COCO_VAL2017), f"{COCO_VAL2017} is missing: ../shared must sit beside"
     options = GenerateOptions(input=COCO_VAL2017, output=str(tmp_path_factory.mktemp("coco")))
     return generated(options)
+
+
+TRAINING = {**SMALL, "n_dev": 100, "n_test": 100}
+
+
+@pytest.fixture(scope="session")
+def training_corpus(tmp_path_factory) -> str:
+    """1,000 synthetic images: 800 to train on, about 500 instances each in dev and test."""
+    path = str(tmp_path_factory.mktemp("training_corpus") / "captions.json")
+    write_coco(path, seed=1, num_images=1000)
+    return path
+
+
+@pytest.fixture(scope="session")
+def mcic_dataset(training_corpus, tmp_path_factory) -> str:
+    output = str(tmp_path_factory.mktemp("mcic"))
+    return generated(GenerateOptions(input=training_corpus, output=output, **TRAINING))[0]
+
+
+@pytest.fixture(scope="session")
+def random_dataset(training_corpus, tmp_path_factory) -> str:
+    """The same corpus with decoys drawn at random (--decoys random)."""
+    output = str(tmp_path_factory.mktemp("random"))
+    options = GenerateOptions(input=training_corpus, output=output, decoys="random", **TRAINING)
+    return generated(options)[0]

@@ -3,16 +3,17 @@ import os
 
 import pytest
 
-from pipelines.options import GenerateOptions, markdown_table, parse_options
+from pipelines.options import TABLES, GenerateOptions, TrainOptions, markdown_table, parse_options
 from transforms.errors import InputError
 
 README = os.path.join(os.path.dirname(__file__), "..", "README.md")
 
 
-def test_readme_documents_every_option_with_its_default():
+@pytest.mark.parametrize("options_type", TABLES.values())
+def test_readme_documents_every_option_with_its_default(options_type):
     with open(README, encoding="utf-8") as handle:
         readme = handle.read()
-    for row in markdown_table().splitlines()[2:]:
+    for row in markdown_table(options_type).splitlines()[2:]:
         assert row in readme, f"README is missing the option row: {row}"
 
 
@@ -51,4 +52,29 @@ def test_invalid_options_are_explained(change, message):
     options = GenerateOptions(input="a", output="b", **change)
     with pytest.raises(InputError) as raised:
         options.validate()
+    assert message in str(raised.value)
+
+
+def test_trainer_flags_parse_into_train_options():
+    options, beam_args = parse_options(
+        ["--dataset", "d", "--output", "o", "--ffnn_hidden", "32,16", "--direct_num_workers", "2"],
+        TrainOptions,
+    )
+    assert options.train_config().ffnn_hidden == (32, 16)
+    assert options.feature_config("d").dim == 256
+    assert beam_args == ["--direct_num_workers", "2"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"image_features": "f.npy"}, "--image_ids is needed with a .npy --image_features"),
+        ({"ffnn_hidden": "64"}, "--ffnn_hidden needs two positive sizes"),
+        ({"ridge_alphas": "1,x"}, "comma-separated numbers"),
+        ({"epochs": 0}, "--epochs must be >= 1"),
+    ],
+)
+def test_invalid_trainer_options_are_explained(change, message):
+    with pytest.raises(InputError) as raised:
+        TrainOptions(dataset="d", output="o", **change).validate()
     assert message in str(raised.value)

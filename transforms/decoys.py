@@ -15,6 +15,7 @@ from transforms.progress import Progress, timed
 from transforms.surface import sim_surf_batch
 
 DECOYS_PER_INSTANCE = 4
+DECOY_KINDS = ("mcic", "random")
 TOO_FEW_DECOYS = "decoys/fewer_than_4_candidates_with_positive_score"
 
 
@@ -39,16 +40,37 @@ def select_decoys(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray | No
     kept = np.flatnonzero((scores > 0) & (candidates >= 0))
     if len(kept) < DECOYS_PER_INSTANCE:
         return None
-    order = np.lexsort((candidates[kept], -scores[kept]))
-    return kept[order[:DECOYS_PER_INSTANCE]]
+    return best_first(scores, candidates, kept)[:DECOYS_PER_INSTANCE]
+
+
+def keep_drawn(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Random decoys (``--decoys random``): every drawn candidate is kept, best Score first.
+
+    >>> keep_drawn(np.array([0.1, -0.2, 0.3, 0.1]), candidates=np.array([7, 3, 5, 2])).tolist()
+    [2, 3, 0, 1]
+    """
+    return best_first(scores, candidates, np.flatnonzero(candidates >= 0))
+
+
+def best_first(scores: np.ndarray, candidates: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """``kept`` ordered by Score, descending; ties to the lower caption id."""
+    return kept[np.lexsort((candidates[kept], -scores[kept]))]
+
+
+SELECTORS = {"mcic": select_decoys, "random": keep_drawn}
 
 
 class ChooseDecoys(beam.PTransform):
-    """Neighbourhood batches -> Selection per target; Skip when too few decoys."""
+    """Neighbourhood batches -> Selection per target; Skip when too few decoys.
 
-    def __init__(self, *, corpus: SharedCorpus, lam: float, limit: float):
+    ``decoys``: "mcic" chooses by Score (Algorithm 1); "random" keeps the
+    candidates drawn at random (see ``FindNeighbourhoods``) and scores them
+    only for their provenance.
+    """
+
+    def __init__(self, *, corpus: SharedCorpus, lam: float, limit: float, decoys: str = "mcic"):
         super().__init__()
-        self._choose = _ChooseDecoys(corpus, lam, limit)
+        self._choose = _ChooseDecoys(corpus, lam, limit, SELECTORS[decoys])
 
     def expand(self, neighbourhoods):
         return neighbourhoods | "Choose" >> beam.ParDo(self._choose).with_outputs(
@@ -57,8 +79,8 @@ class ChooseDecoys(beam.PTransform):
 
 
 class _ChooseDecoys(beam.DoFn):
-    def __init__(self, corpus: SharedCorpus, lam: float, limit: float):
-        self._corpus, self._lam, self._limit = corpus, lam, limit
+    def __init__(self, corpus: SharedCorpus, lam: float, limit: float, select):
+        self._corpus, self._lam, self._limit, self._select = corpus, lam, limit, select
         self._too_few = Metrics.counter(*TOO_FEW_DECOYS.split("/"))
         self._pairs = Metrics.counter("decoys", "scored_pairs")
         self._scratch = None
@@ -80,7 +102,7 @@ class _ChooseDecoys(beam.DoFn):
         self._pairs.inc(int((batch.candidates >= 0).sum()))
         for b, target_row in enumerate(batch.targets):
             target = corpus.caption(int(target_row))
-            chosen = select_decoys(scores[b], batch.candidates[b])
+            chosen = self._select(scores[b], batch.candidates[b])
             if chosen is None:
                 self._too_few.inc()
                 yield beam.pvalue.TaggedOutput(

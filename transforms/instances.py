@@ -9,14 +9,19 @@ from schemas.instance import NUM_OPTIONS
 from schemas.records import Selection
 
 
-def option_permutation(seed: int, example_id: str) -> np.ndarray:
-    """Where each of (target, decoy 1..4) goes; depends only on (seed, example_id).
+def keyed_rng(seed: int, key: str) -> np.random.Generator:
+    """A random stream that depends only on (seed, key).
 
-    A permutation seeded per example (not one random stream) keeps the order
-    independent of how the runner batches or orders instances.
+    One stream per record (not one per run) keeps results independent of how
+    the runner batches or orders records.
     """
-    digest = hashlib.blake2b(f"{seed}:{example_id}".encode(), digest_size=8).digest()
-    return np.random.default_rng(int.from_bytes(digest, "big")).permutation(NUM_OPTIONS)
+    digest = hashlib.blake2b(f"{seed}:{key}".encode(), digest_size=8).digest()
+    return np.random.default_rng(int.from_bytes(digest, "big"))
+
+
+def option_permutation(seed: int, example_id: str) -> np.ndarray:
+    """Where each of (target, decoy 1..4) goes; depends only on (seed, example_id)."""
+    return keyed_rng(seed, example_id).permutation(NUM_OPTIONS)
 
 
 def build_instance(selection: Selection, seed: int) -> dict:

@@ -17,9 +17,11 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
+from schemas.instance import NUM_OPTIONS
 from transforms import index as faiss_index
 from transforms.corpus import Corpus, CorpusRef, load_corpus
 from transforms.files import read_file, write_file
+from transforms.instances import keyed_rng
 from transforms.progress import Progress, timed
 from transforms.split import SPLITS
 
@@ -142,6 +144,30 @@ def search(
     return candidates, sim_pv
 
 
+def draw(
+    corpus: Corpus, pool: Pool, targets: np.ndarray, count: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(candidates, sim_pv) like :func:`search`, but ``count`` captions of other images
+    drawn uniformly from the pool: the random decoys of Visual Madlibs' "easy" task.
+
+    Each target's draw depends only on (seed, its caption id). Drawing
+    ``count`` plus the most captions one image has, without replacement, and
+    dropping the target's own image leaves at least ``count`` others.
+    """
+    candidates = np.full((len(targets), count), -1, dtype=np.int64)
+    for b, target in enumerate(targets):
+        rng = keyed_rng(seed, f"random decoys of {corpus.captions['caption_id'][target]}")
+        size = min(count + pool.largest_image, len(pool.rows))
+        drawn = pool.rows[rng.choice(len(pool.rows), size=size, replace=False)]
+        others = drawn[corpus.image_of[drawn] != corpus.image_of[target]][:count]
+        candidates[b, : len(others)] = others
+    local = np.searchsorted(pool.rows, np.maximum(candidates, 0)).ravel()
+    vectors = pool.index.reconstruct_batch(local).reshape(*candidates.shape, -1)
+    queries = pool.index.reconstruct_batch(np.searchsorted(pool.rows, targets))
+    sims = np.einsum("bkd,bd->bk", vectors, queries)
+    return candidates, np.where(candidates >= 0, sims, 0.0).astype(np.float64)
+
+
 def shard_ranges(ref: CorpusRef, shard_size: int):
     for start in range(0, ref.size, shard_size):
         yield ref.directory, start, min(start + shard_size, ref.size)
@@ -151,7 +177,9 @@ class FindNeighbourhoods(beam.PTransform):
     """CorpusRef -> Neighbourhood batches, in parallel over shards of targets.
 
     The index is built once, on one worker (``BuildIndex``); the search runs
-    on every worker, each process loading the index once.
+    on every worker, each process loading the index once. With ``decoys``
+    "random", each target's candidates are instead 4 captions drawn at random
+    (:func:`draw`, seeded by ``seed``); the index then only serves vectors.
     """
 
     def __init__(
@@ -161,9 +189,11 @@ class FindNeighbourhoods(beam.PTransform):
         neighbours: int,
         shard_size: int,
         batch_size: int,
+        decoys: str = "mcic",
+        seed: int = 0,
     ):
         super().__init__()
-        self._search = _SearchShard(corpus, neighbours, batch_size)
+        self._search = _SearchShard(corpus, neighbours, batch_size, decoys, seed)
         self._pool, self._index, self._shard_size = corpus.decoy_pool, corpus.index, shard_size
 
     def expand(self, corpus_ref):
@@ -177,8 +207,11 @@ class FindNeighbourhoods(beam.PTransform):
 
 
 class _SearchShard(beam.DoFn):
-    def __init__(self, corpus: SharedCorpus, neighbours: int, batch_size: int):
+    def __init__(
+        self, corpus: SharedCorpus, neighbours: int, batch_size: int, decoys: str, seed: int
+    ):
         self._corpus, self._neighbours, self._batch_size = corpus, neighbours, batch_size
+        self._random, self._seed = decoys == "random", seed
         self._progress = None
 
     def process(self, shard: tuple[str, int, int]):
@@ -190,6 +223,10 @@ class _SearchShard(beam.DoFn):
             for first in range(0, len(rows), self._batch_size):
                 targets = rows[first : first + self._batch_size]
                 with timed("neighbourhoods", "search"):
-                    candidates, sim_pv = search(searchable.corpus, pool, targets, self._neighbours)
+                    candidates, sim_pv = (
+                        draw(searchable.corpus, pool, targets, NUM_OPTIONS - 1, self._seed)
+                        if self._random
+                        else search(searchable.corpus, pool, targets, self._neighbours)
+                    )
                 self._progress.advance(len(targets))
                 yield Neighbourhood(directory, targets, candidates, sim_pv)

@@ -1,0 +1,82 @@
+"""Trains and evaluates the paper's models on a generated dataset (Ding et al. 2016, Table 3).
+
+Reads a dataset written by ``pipelines.generate``, turns every instance into
+vectors (image, options, text-only features), fits Baseline-I2C, -C2I, -LinM,
+the FFNN and a text-only FFNN on train (selected on dev), and reports the
+accuracy of each, and of the untrained text-only audits, on dev and test::
+
+    python -m pipelines.train --dataset out/mcic-coco --output out/train-coco \\
+        [--image_features inception.parquet]
+
+On Dataflow::
+
+    python -m pipelines.train --dataset gs://BUCKET/mcic-coco --output gs://BUCKET/train \\
+        --runner DataflowRunner --project PROJECT --region REGION \\
+        --temp_location gs://BUCKET/tmp --setup_file ./setup.py --machine_type n2-highmem-8
+"""
+
+import dataclasses
+import json
+import sys
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.utils.shared import Shared
+
+from pipelines.options import TrainOptions
+from pipelines.runner import cli, local_or_given_runner, run_to_completion
+from pipelines.versions import completed_dataset
+from transforms.features import BuildExamples, ReadInstances, SharedFeatureSpace
+from transforms.files import read_file, write_file
+from transforms.split import SPLITS
+from transforms.statistics import write_json
+from transforms.trainer import Evaluate, FitModels, WriteMetrics, metrics_table
+
+METRICS_FILE = "metrics.json"
+TABLE_FILE = "table.txt"
+
+
+def build_pipeline(pipeline: beam.Pipeline, options: TrainOptions, dataset: str) -> None:
+    """Read, featurise, fit (one worker), evaluate (parallel), write the metrics."""
+    space = SharedFeatureSpace(Shared(), options.feature_config(dataset))
+    instances = pipeline | "ReadInstances" >> ReadInstances(dataset=dataset, splits=SPLITS)
+    examples = instances | "BuildExamples" >> BuildExamples(space=space)
+    models = examples | "FitModels" >> FitModels(
+        config=options.train_config(), output=options.output
+    )
+    counts = examples | "Evaluate" >> Evaluate(models=models)
+    _ = counts | "WriteMetrics" >> WriteMetrics(
+        models=models, path=FileSystems.join(options.output, METRICS_FILE)
+    )
+
+
+def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
+    """Runs the trainer; returns the metrics (also in <output>/metrics.json and table.txt)."""
+    options.validate()
+    dataset = completed_dataset(options.dataset)
+    pipeline = local_or_given_runner(beam_args or [])
+    build_pipeline(pipeline, options, dataset)
+    counters = run_to_completion(pipeline)
+    path = FileSystems.join(options.output, METRICS_FILE)
+    metrics = {
+        **json.loads(read_file(path)),
+        "dataset": dataset,
+        "image_features": options.image_features or "concept",
+        "options": dataclasses.asdict(options),
+        "counters": counters,
+    }
+    write_json(path, metrics)
+    write_file(FileSystems.join(options.output, TABLE_FILE), metrics_table(metrics).encode())
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    def train(options: TrainOptions, beam_args: list[str]) -> str:
+        table = metrics_table(run(options, beam_args))
+        return f"{table}\nmetrics and models written to {options.output}"
+
+    return cli(argv, train, TrainOptions)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""Feature building: concept bags from other captions only, user features matched or refused."""
+
+import numpy as np
+import pytest
+
+from transforms.errors import InputError
+from transforms.features import (
+    ConceptImages,
+    build_lexicon,
+    match_images,
+    random_projection,
+    read_image_features,
+)
+
+
+def test_concept_features_come_from_the_images_other_captions_only():
+    captions = {
+        "7": [("70", "a dog runs on grass"), ("71", "a cat on a sofa"), ("72", "a red kite")],
+        "8": [("80", "a dog and a kite")],
+    }
+    lexicon = build_lexicon([t for c in captions.values() for _, t in c], size=10, min_count=1)
+    images = ConceptImages(lexicon, captions, random_projection(len(lexicon), 256, 0, "concepts"))
+    instance = {"image_id": "7", "option_caption_ids": ["80", "70", "12", "13", "14"]}
+    vector = images.vector(instance)
+    present = {word for word, column in lexicon.items() if vector[column] > 0}
+    assert present == {"cat", "sofa", "red", "kite"}
+    assert np.linalg.norm(vector) == pytest.approx(1.0)
+
+
+def test_lexicon_drops_closed_class_words_and_folds_plurals():
+    lexicon = build_lexicon(
+        ["two dogs are on the grass", "a dog is on a bench", "the benches"], 10, 1
+    )
+    assert set(lexicon) == {"dog", "grass", "bench"}
+    assert list(lexicon)[:2] == ["bench", "dog"]  # two captions each, then alphabetical
+
+
+def test_random_projection_is_seeded_and_keeps_inner_products():
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((50, 2048))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    projection = random_projection(2048, 256, seed=3, salt="images")
+    assert projection.shape == (2048, 256)
+    np.testing.assert_array_equal(projection, random_projection(2048, 256, 3, "images"))
+    assert not np.array_equal(projection, random_projection(2048, 256, 4, "images"))
+    assert not np.array_equal(projection, random_projection(2048, 256, 3, "captions"))
+    np.testing.assert_array_equal(random_projection(64, 256, 3, "images"), np.eye(64))
+    projected = vectors @ projection
+    error = np.abs(projected @ projected.T - vectors @ vectors.T)
+    assert error.max() < 0.35 and error.mean() < 0.06  # Johnson-Lindenstrauss at dim 256
+
+
+def test_user_features_match_by_id_or_file_name_and_missing_ones_are_counted(tmp_path):
+    np.save(tmp_path / "feats.npy", np.eye(3))
+    (tmp_path / "ids.txt").write_text("139\n000000000285.jpg\nunused\n")
+    ids, vectors = read_image_features(str(tmp_path / "feats.npy"), str(tmp_path / "ids.txt"))
+    np.testing.assert_array_equal(vectors, np.eye(3))
+    images = {"139": "000000000139.jpg", "285": "val2017/000000000285.jpg"}
+    assert match_images(ids, images, "feats.npy") == {"139": 0, "285": 1}
+    more = {**images, **{str(i): f"{i}.jpg" for i in range(900, 910)}}
+    with pytest.raises(
+        InputError, match=r"feats.npy: 10 of 12 images .* \(e.g. image ids 900, 901, 902"
+    ):
+        match_images(ids, more, "feats.npy")
+    (tmp_path / "ids.txt").write_text("139\n")
+    with pytest.raises(InputError, match="1 ids for a feature array of shape"):
+        read_image_features(str(tmp_path / "feats.npy"), str(tmp_path / "ids.txt"))

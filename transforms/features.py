@@ -1,0 +1,353 @@
+"""Instances -> Examples: an image vector, a vector per option, text-only features.
+
+Caption side (paper, section 5.1): each option's PV vector from the generation
+run (``corpus/embeddings.npy``, found through ``option_caption_ids``), reduced
+to ``dim`` by a seeded Gaussian random projection.
+
+Image side, one of:
+
+- the user's features (``--image_features``: Parquet with columns ``image``
+  and ``features``, or ``.npy`` rows named by ``--image_ids``), matched by
+  image id or file name and randomly projected to ``dim`` like the captions;
+- built-in *concept* features in the spirit of Yao et al. 2016: the bag of
+  visual words (open-class words of a lexicon built from the train split's
+  captions) of the image's *other* captions, never the instance's own
+  options, randomly projected to ``dim``. This is an oracle signal, an upper
+  bound on what a perfect concept detector could give, not vision: it is
+  read off human captions of the very image.
+
+The lexicon needs no tagger (no nltk data exists here): Yao et al.'s atoms
+are nouns, verbs and adjectives; captions are short descriptive phrases in
+which, once a fixed list of closed-class words (determiners, prepositions,
+pronouns, conjunctions, auxiliaries, numerals) is removed, what remains is
+overwhelmingly those three classes. Plurals fold onto their singular when
+both occur ("dogs" -> "dog"), and the most frequent words are kept.
+
+Every worker process builds the feature space once (``Shared``): the corpus,
+the lexicon and the image vectors, never a side input copied per bundle.
+"""
+
+import io
+import logging
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import apache_beam as beam
+import numpy as np
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.utils.shared import Shared
+
+from schemas.examples import TEXT_FEATURES, Example
+from transforms.audits import hub_scores
+from transforms.corpus import Corpus, load_corpus
+from transforms.errors import InputError
+from transforms.files import read_file
+from transforms.surface import sim_surf_batch
+
+_CLOSED_CLASS_WORDS = """
+    a an the this that these those some any each every both either neither no another other
+    of in on at to from by with without into onto over under above below near beside behind
+    between through across along around about against among up down out off for as like than
+    upon inside outside toward towards while during before after until next top front
+    i me my you your he him his she her it its we us our they them their there here what which
+    who whom whose where when why how
+    and or but nor so yet if then also just very too not
+    is are was were be been being am has have had having do does did can could will would
+    shall should may might must
+    one two three four five six seven eight nine ten many several few lots lot
+"""
+CLOSED_CLASS = frozenset(_CLOSED_CLASS_WORDS.split())
+IMAGE_COLUMN, FEATURES_COLUMN = "image", "features"
+INSTANCE_COLUMNS = (
+    "example_id",
+    "split",
+    "image_id",
+    "image_file",
+    "options",
+    "label",
+    "option_caption_ids",
+)
+
+
+def random_projection(size: int, dim: int, seed: int, salt: str) -> np.ndarray:
+    """A (size, dim) matrix R ~ N(0, 1/dim), seeded by (seed, salt): ``x @ R`` keeps inner
+    products (Johnson-Lindenstrauss). Vectors of at most ``dim`` components have nothing to
+    reduce: then R is the identity.
+    """
+    if size <= dim:
+        return np.eye(size, dtype=np.float32)
+    rng = np.random.default_rng([seed, *salt.encode()])
+    return (rng.standard_normal((size, dim)) / np.sqrt(dim)).astype(np.float32)
+
+
+def open_class_words(text: str) -> set[str]:
+    return {word for word in text.split() if word not in CLOSED_CLASS and len(word) > 1}
+
+
+def singular(word: str, known: Iterable[str]) -> str:
+    """ "dogs" -> "dog", "boxes" -> "box" when the singular is a known word."""
+    for suffix in ("s", "es"):
+        if word.endswith(suffix) and word[: -len(suffix)] in known:
+            return word[: -len(suffix)]
+    return word
+
+
+def build_lexicon(captions: Iterable[str], size: int, min_count: int) -> dict[str, int]:
+    """Word -> column: the ``size`` open-class words in most captions (at least ``min_count``).
+
+    >>> build_lexicon(["a dog on grass", "two dogs on the grass", "a red dog"], 5, 2)
+    {'dog': 0, 'grass': 1}
+    """
+    surface = Counter(word for caption in captions for word in open_class_words(caption))
+    counts = Counter()
+    for word, count in surface.items():
+        counts[singular(word, surface)] += count
+    ranked = sorted((-count, word) for word, count in counts.items() if count >= min_count)
+    return {word: column for column, (_, word) in enumerate(ranked[:size])}
+
+
+def concept_bag(captions: Iterable[str], lexicon: dict[str, int]) -> np.ndarray:
+    """Unit-length indicator of the lexicon words in ``captions`` (zeros if none)."""
+    bag = np.zeros(len(lexicon), dtype=np.float64)
+    for caption in captions:
+        for word in open_class_words(caption):
+            column = lexicon.get(singular(word, lexicon))
+            if column is not None:
+                bag[column] = 1.0
+    norm = np.linalg.norm(bag)
+    return bag / norm if norm else bag
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    dataset: str
+    dim: int
+    seed: int
+    image_features: str  # "" for concept features
+    image_ids: str  # with a .npy image_features: its rows' ids, one a line
+    concept_vocabulary: int
+    concept_min_count: int
+
+
+def read_image_features(path: str, ids_path: str) -> tuple[list[str], np.ndarray]:
+    """(ids, vectors) from a Parquet file or a .npy file plus an ids file."""
+    try:
+        if path.endswith(".npy"):
+            vectors = np.load(io.BytesIO(read_file(path)))
+            lines = read_file(ids_path).decode("utf-8").splitlines()
+            ids = [line.strip() for line in lines if line.strip()]
+            where = f"{path} with {ids_path}"
+        else:
+            table = pq.read_table(io.BytesIO(read_file(path)))
+            ids = [str(value) for value in table.column(IMAGE_COLUMN).to_pylist()]
+            vectors = np.asarray(table.column(FEATURES_COLUMN).to_pylist(), dtype=np.float64)
+            where = path
+    except (OSError, ValueError, KeyError) as error:
+        raise InputError(
+            f"{path}: cannot read image features ({error}); expected a Parquet file with "
+            f"columns '{IMAGE_COLUMN}' and '{FEATURES_COLUMN}', or a .npy matrix with "
+            "--image_ids naming its rows"
+        ) from error
+    if vectors.ndim != 2 or len(ids) != len(vectors):
+        raise InputError(
+            f"{where}: {len(ids)} ids for a feature array of shape {vectors.shape}: "
+            "expected one vector (row) per id"
+        )
+    return ids, vectors
+
+
+def match_images(ids: list[str], images: dict[str, str], where: str) -> dict[str, int]:
+    """Image id -> feature row, matching by image id, file name or the file name's base name.
+
+    Every image must be matched: a missing one is an error naming how many and a few.
+    """
+    row_of = {key: row for row, key in enumerate(ids)}
+    matched, missing = {}, []
+    for image_id, file_name in images.items():
+        for key in (image_id, file_name, os.path.basename(file_name)):
+            if key in row_of:
+                matched[image_id] = row_of[key]
+                break
+        else:
+            missing.append(image_id)
+    if missing:
+        examples = ", ".join(sorted(missing)[:5])
+        raise InputError(
+            f"{where}: {len(missing)} of {len(images)} images of the dataset have no features "
+            f"(e.g. image ids {examples}); features are matched by image id or file name"
+        )
+    return matched
+
+
+@dataclass
+class ConceptImages:
+    """Concept features: the bag of visual words of an image's other captions."""
+
+    lexicon: dict[str, int]
+    captions_of: dict[str, list[tuple[str, str]]]  # image id -> (caption id, text)
+    projection: np.ndarray  # (len(lexicon), dim)
+
+    def vector(self, instance: dict) -> np.ndarray:
+        own = set(instance["option_caption_ids"])
+        others = [text for cid, text in self.captions_of[instance["image_id"]] if cid not in own]
+        return concept_bag(others, self.lexicon).astype(np.float32) @ self.projection
+
+
+@dataclass
+class TableImages:
+    """The user's features, projected once when loaded."""
+
+    row_of: dict[str, int]  # image id -> row
+    vectors: np.ndarray  # float32 (rows, dim)
+
+    def vector(self, instance: dict) -> np.ndarray:
+        return self.vectors[self.row_of[instance["image_id"]]]
+
+
+@dataclass
+class FeatureSpace:
+    """Everything a worker needs to turn instances into Examples; loaded once per process."""
+
+    corpus: Corpus
+    row_of: dict[str, int]  # caption id -> corpus row
+    caption_projection: np.ndarray  # (PV dim, dim)
+    images: ConceptImages | TableImages
+    config: FeatureConfig
+
+
+def load_feature_space(config: FeatureConfig) -> FeatureSpace:
+    corpus = load_corpus(FileSystems.join(config.dataset, "corpus"))
+    columns = corpus.captions
+    images: ConceptImages | TableImages
+    if config.image_features:
+        ids, vectors = read_image_features(config.image_features, config.image_ids)
+        file_names = dict(zip(columns["image_id"], columns["file_name"], strict=True))
+        row_of = match_images(ids, file_names, config.image_features)
+        keys = sorted(row_of)
+        projection = random_projection(vectors.shape[1], config.dim, config.seed, "images")
+        projected = vectors[[row_of[key] for key in keys]].astype(np.float32) @ projection
+        images = TableImages({key: row for row, key in enumerate(keys)}, projected)
+    else:
+        train = [
+            t
+            for t, split in zip(columns["text"], columns["split"], strict=True)
+            if split == "train"
+        ]
+        lexicon = build_lexicon(train, config.concept_vocabulary, config.concept_min_count)
+        captions_of = defaultdict(list)
+        for cid, image_id, text in zip(
+            columns["caption_id"], columns["image_id"], columns["text"], strict=True
+        ):
+            captions_of[image_id].append((cid, text))
+        projection = random_projection(len(lexicon), config.dim, config.seed, "concepts")
+        images = ConceptImages(lexicon, dict(captions_of), projection)
+        logging.info("concept lexicon: %d words from the train split's captions", len(lexicon))
+    row_of = {cid: row for row, cid in enumerate(columns["caption_id"])}
+    pv_dim = corpus.embeddings.shape[1]
+    captions = random_projection(pv_dim, config.dim, config.seed, "captions")
+    return FeatureSpace(corpus, row_of, captions, images, config)
+
+
+def text_features(
+    space: FeatureSpace, rows: list[int], texts: list[str], seen: frozenset, scratch: np.ndarray
+) -> np.ndarray:
+    """(5, len(TEXT_FEATURES)): length, BLEU hub, PV hub, novelty of each option."""
+    corpus = space.corpus
+    rows_array = np.asarray(rows, dtype=np.int64)
+    candidates = np.tile(rows_array, (len(rows), 1))
+    bleu = sim_surf_batch(corpus.ngrams, rows_array, candidates, scratch)  # [ref k, hyp j]
+    vectors = corpus.embeddings[rows_array]
+    columns = {
+        "length": corpus.ngrams.lengths[rows_array],
+        "hub_bleu": hub_scores(bleu.T),
+        "hub_pv": hub_scores(vectors @ vectors.T),
+        "novel": [text not in seen for text in texts],
+    }
+    return np.stack([np.asarray(columns[name], np.float32) for name in TEXT_FEATURES], axis=1)
+
+
+def build_example(
+    instance: dict, space: FeatureSpace, seen: frozenset, scratch: np.ndarray
+) -> Example:
+    """``seen``: the option texts of the train split (the novelty guess's memory)."""
+    try:
+        rows = [space.row_of[cid] for cid in instance["option_caption_ids"]]
+    except KeyError as missing:
+        raise InputError(
+            f"{space.config.dataset}: instance {instance['example_id']}: option caption {missing} "
+            "is not in corpus/captions.parquet: the dataset's files do not belong together"
+        ) from None
+    return Example(
+        example_id=instance["example_id"],
+        split=instance["split"],
+        label=int(instance["label"]),
+        image=space.images.vector(instance),
+        options=space.corpus.embeddings[rows] @ space.caption_projection,
+        text=text_features(space, rows, instance["options"], seen, scratch),
+    )
+
+
+@dataclass(frozen=True)
+class SharedFeatureSpace:
+    """The one feature space of a worker process (as ``transforms.neighbours.SharedCorpus``)."""
+
+    shared: Shared
+    config: FeatureConfig
+
+    def acquire(self) -> FeatureSpace:
+        return self.shared.acquire(lambda: load_feature_space(self.config), tag=repr(self.config))
+
+
+class ReadInstances(beam.PTransform):
+    """A dataset directory -> its instances of every split (the columns the trainer reads)."""
+
+    def __init__(self, *, dataset: str, splits: tuple[str, ...]):
+        super().__init__()
+        self._dataset, self._splits = dataset, splits
+
+    def expand(self, pipeline):
+        reads = [
+            pipeline
+            | f"Read {split}"
+            >> beam.io.ReadFromParquet(
+                FileSystems.join(self._dataset, split, "instances-*.parquet"),
+                columns=list(INSTANCE_COLUMNS),
+            )
+            for split in self._splits
+        ]
+        return reads | "All splits" >> beam.Flatten()
+
+
+class BuildExamples(beam.PTransform):
+    """Instances -> Examples, in parallel; the train split's option texts are a side input."""
+
+    def __init__(self, *, space: SharedFeatureSpace):
+        super().__init__()
+        self._space = space
+
+    def expand(self, instances):
+        seen = (
+            instances
+            | "Train" >> beam.Filter(lambda instance: instance["split"] == "train")
+            | "Options" >> beam.FlatMap(lambda instance: instance["options"])
+            | "Seen" >> beam.combiners.ToSet()
+            | "Freeze" >> beam.Map(frozenset)
+        )
+        return instances | "Build" >> beam.ParDo(
+            _BuildExample(self._space), seen=beam.pvalue.AsSingleton(seen)
+        )
+
+
+class _BuildExample(beam.DoFn):
+    def __init__(self, space: SharedFeatureSpace):
+        self._space = space
+        self._scratch = None
+
+    def process(self, instance: dict, seen: frozenset):
+        space = self._space.acquire()
+        if self._scratch is None:
+            self._scratch = space.corpus.ngrams.scratch()  # one per DoFn instance: not thread-safe
+        yield build_example(instance, space, seen, self._scratch)
