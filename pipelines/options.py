@@ -311,7 +311,18 @@ def markdown_table(options_type: type = GenerateOptions) -> str:
     return "\n".join(rows)
 
 
-TABLES = {"generate": GenerateOptions, "train": TrainOptions}
+@dataclass(frozen=True)
+class RegenerateOptions:
+    """pipelines.regenerate's own flags; the rest are generate's (and Beam's)."""
 
-if __name__ == "__main__":  # the README's option tables: python -m pipelines.options [train]
+    train: bool = _option(
+        False,
+        "then train and evaluate (pipelines.train defaults: concept features) into "
+        "OUTPUT/<version>/evaluation, unless that version has been evaluated already",
+    )
+
+
+TABLES = {"generate": GenerateOptions, "train": TrainOptions, "regenerate": RegenerateOptions}
+
+if __name__ == "__main__":  # README tables: python -m pipelines.options [train|regenerate]
     print(markdown_table(TABLES[sys.argv[1] if len(sys.argv) > 1 else "generate"]))

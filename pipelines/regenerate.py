@@ -1,11 +1,12 @@
 """Scheduled regeneration: generate only when the inputs or options changed; one log line.
 
     python -m pipelines.regenerate --input 'gs://BUCKET/coco/captions_*.json' \\
-        --output gs://BUCKET/mcic-coco [generate's options] [Beam's options]
+        --output gs://BUCKET/mcic-coco [--train] [generate's options] [Beam's options]
 
 Compares the inputs' checksums and the options with the manifest of the
 version ``OUTPUT/latest`` names, runs :mod:`pipelines.generate` when they
 differ (which itself finds an already completed version and does nothing),
+with ``--train`` evaluates the paper's models on a version not evaluated yet,
 and prints one line for a scheduler's log. Exit codes: 0 generated or up to
 date, 2 bad input or options, 1 failure.
 """
@@ -15,10 +16,16 @@ import sys
 import time
 from datetime import datetime, timezone
 
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines import train
 from pipelines.generate import Generated, run
-from pipelines.options import GenerateOptions, parse_options
+from pipelines.options import GenerateOptions, RegenerateOptions, TrainOptions, parse_options
+from pipelines.train import METRICS_FILE
 from pipelines.versions import NO_CONTENT_OPTIONS, latest_version, read_manifest
 from transforms.errors import input_error_message
+
+EVALUATION_DIRECTORY = "evaluation"  # OUTPUT/<version>/evaluation: not "train", a split's name
 
 
 def changes(previous: dict | None, current: dict) -> str:
@@ -55,23 +62,38 @@ def summary_line(generated: Generated, previous: dict | None, seconds: float) ->
     )
 
 
-def regenerate(options: GenerateOptions, beam_args: list[str]) -> str:
+def evaluate(version: str, beam_args: list[str]) -> str:
+    """Trains and evaluates on a completed version, once: its metrics file is the record."""
+    output = FileSystems.join(version, EVALUATION_DIRECTORY)
+    if FileSystems.exists(FileSystems.join(output, METRICS_FILE)):
+        return f"; evaluated before, in {output}"
+    train.run(TrainOptions(dataset=version, output=output), beam_args)
+    return f"; evaluated into {output}"
+
+
+def regenerate(
+    options: GenerateOptions, regenerate_options: RegenerateOptions, beam_args: list[str]
+) -> str:
     latest = latest_version(options.output)
     previous = read_manifest(latest.directory) if latest and latest.complete else None
     started = time.monotonic()
     generated = run(options, beam_args)
-    return summary_line(generated, previous, time.monotonic() - started)
+    line = summary_line(generated, previous, time.monotonic() - started)
+    if regenerate_options.train:
+        line += evaluate(generated.version.directory, beam_args)
+    return line
 
 
 def main(argv: list[str] | None = None) -> int:
     """Always exactly one line on stdout: ``<UTC time> regenerate <output>: <what happened>``."""
     logging.getLogger().setLevel(logging.INFO)
-    options, beam_args = parse_options(argv)
+    regenerate_options, rest = parse_options(argv, RegenerateOptions)
+    options, beam_args = parse_options(rest, GenerateOptions)
     prefix = (
         f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} regenerate {options.output}"
     )
     try:
-        line, code = regenerate(options, beam_args), 0
+        line, code = regenerate(options, regenerate_options, beam_args), 0
     except Exception as error:
         message = input_error_message(error)
         if message is None:

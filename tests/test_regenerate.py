@@ -71,3 +71,19 @@ def test_bad_options_are_one_line_and_exit_code_2(synthetic_corpus, tmp_path, ca
         line
         == f"error: {tmp_path / 'missing.json'}: no such file (check the path or glob in --input)"
     )
+
+
+def test_train_evaluates_each_version_once(synthetic_corpus, tmp_path, capsys):
+    root = tmp_path / "out"
+    args = ["--train", "--input", synthetic_corpus, "--output", str(root), "--seed", "3"]
+    args += [f"--{name}={value}" for name, value in SMALL.items()]
+    assert main(args) == 0
+    first = capsys.readouterr().out.strip()
+    version = root / (root / "latest").read_text().strip()
+    assert first.endswith(f"; evaluated into {version / 'evaluation'}")
+    metrics = json.loads((version / "evaluation" / "metrics.json").read_text())
+    assert metrics["dataset"] == str(version)
+    assert main(args) == 0
+    assert (
+        capsys.readouterr().out.strip().endswith(f"; evaluated before, in {version / 'evaluation'}")
+    )
