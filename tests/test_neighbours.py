@@ -1,8 +1,10 @@
+from collections import Counter
+
 import numpy as np
 
 from transforms.corpus import make_corpus
 from transforms.index import IndexConfig, build_index
-from transforms.neighbours import make_pool, search
+from transforms.neighbours import draw_others, make_pool, search
 from transforms.surface import encode_ngrams
 
 
@@ -67,3 +69,29 @@ def test_split_pool_only_returns_rows_of_that_pool():
     candidates, _ = search(corpus, _pool(corpus, dev_rows), np.array([12, 15]), 9)
     assert set(candidates.ravel().tolist()) <= set(dev_rows.tolist())
     assert 12 not in candidates[0] and 15 not in candidates[1]
+
+
+def test_random_draws_skip_the_targets_image_and_text_and_cover_the_rest_uniformly():
+    images = np.repeat(np.arange(30), 2)  # 60 captions, 2 per image
+    corpus = _corpus(images.tolist())
+    corpus.captions["text"] = [f"caption {i}" for i in range(60)]
+    for row in range(10, 30):  # 20 captions of other images repeat target 0's text
+        corpus.captions["text"][row] = "caption 0"
+    pool = _pool(corpus, np.arange(60))
+    eligible = set(range(2, 10)) | set(range(30, 60))
+    seen = Counter()
+    for draw_number in range(2000):
+        rng = np.random.default_rng(draw_number)
+        drawn = draw_others(corpus, pool, 0, 4, rng)
+        assert len(drawn) == len(set(drawn)) == 4
+        assert set(drawn) <= eligible
+        seen.update(drawn)
+    assert set(seen) == eligible
+    assert max(seen.values()) / min(seen.values()) < 1.5  # 8000 draws over 38 rows
+
+
+def test_random_draws_give_up_when_too_few_captions_are_eligible():
+    corpus = _corpus([0, 1, 1, 2])
+    corpus.captions["text"] = ["same", "same", "other", "same"]
+    drawn = draw_others(corpus, _pool(corpus, np.arange(4)), 0, 4, np.random.default_rng(0))
+    assert drawn == [2]

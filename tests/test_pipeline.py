@@ -58,6 +58,10 @@ def test_random_decoys_are_drawn_uniformly_from_other_images(random_dataset, mci
     for row in rows:
         assert row["option_caption_ids"][row["label"]] == row["target_caption_id"]
         assert row["image_id"] not in row["decoy_image_ids"]
+        target_text = row["options"][row["label"]]
+        assert all(
+            option != target_text for k, option in enumerate(row["options"]) if k != row["label"]
+        )
         assert len(set(row["decoy_caption_ids"])) == 4
         assert row["decoy_score"] == sorted(row["decoy_score"], reverse=True)
     corpus = pq.read_table(os.path.join(random_dataset, "corpus", "captions.parquet"))

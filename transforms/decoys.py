@@ -43,13 +43,19 @@ def select_decoys(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray | No
     return best_first(scores, candidates, kept)[:DECOYS_PER_INSTANCE]
 
 
-def keep_drawn(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Random decoys (``--decoys random``): every drawn candidate is kept, best Score first.
+def keep_drawn(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray | None:
+    """Random decoys (``--decoys random``): every drawn candidate is kept, best Score first;
+    None when fewer than 4 could be drawn (a pool of near-copies of the target's text).
 
     >>> keep_drawn(np.array([0.1, -0.2, 0.3, 0.1]), candidates=np.array([7, 3, 5, 2])).tolist()
     [2, 3, 0, 1]
+    >>> keep_drawn(np.array([0.1, 0.2, 0.0, 0.0]), candidates=np.array([7, 3, -1, -1])) is None
+    True
     """
-    return best_first(scores, candidates, np.flatnonzero(candidates >= 0))
+    kept = np.flatnonzero(candidates >= 0)
+    if len(kept) < DECOYS_PER_INSTANCE:
+        return None
+    return best_first(scores, candidates, kept)
 
 
 def best_first(scores: np.ndarray, candidates: np.ndarray, kept: np.ndarray) -> np.ndarray:

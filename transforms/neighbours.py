@@ -150,22 +150,39 @@ def draw(
     """(candidates, sim_pv) like :func:`search`, but ``count`` captions of other images
     drawn uniformly from the pool: the random decoys of Visual Madlibs' "easy" task.
 
-    Each target's draw depends only on (seed, its caption id). Drawing
-    ``count`` plus the most captions one image has, without replacement, and
-    dropping the target's own image leaves at least ``count`` others.
+    Each target's draw depends only on (seed, its caption id).
     """
     candidates = np.full((len(targets), count), -1, dtype=np.int64)
     for b, target in enumerate(targets):
         rng = keyed_rng(seed, f"random decoys of {corpus.captions['caption_id'][target]}")
-        size = min(count + pool.largest_image, len(pool.rows))
-        drawn = pool.rows[rng.choice(len(pool.rows), size=size, replace=False)]
-        others = drawn[corpus.image_of[drawn] != corpus.image_of[target]][:count]
-        candidates[b, : len(others)] = others
+        drawn = draw_others(corpus, pool, int(target), count, rng)
+        candidates[b, : len(drawn)] = drawn
     local = np.searchsorted(pool.rows, np.maximum(candidates, 0)).ravel()
     vectors = pool.index.reconstruct_batch(local).reshape(*candidates.shape, -1)
     queries = pool.index.reconstruct_batch(np.searchsorted(pool.rows, targets))
     sims = np.einsum("bkd,bd->bk", vectors, queries)
     return candidates, np.where(candidates >= 0, sims, 0.0).astype(np.float64)
+
+
+def draw_others(
+    corpus: Corpus, pool: Pool, target: int, count: int, rng: np.random.Generator, rounds: int = 50
+) -> list[int]:
+    """Up to ``count`` distinct pool rows, uniformly, from other images and with other text.
+
+    A caption of another image with the target's very text would make the
+    instance unanswerable. Drawing with replacement and rejecting is uniform
+    over the eligible rows and costs O(count) per target, not O(pool).
+    """
+    text = corpus.captions["text"]
+    chosen: list[int] = []
+    for _ in range(rounds):
+        for row in pool.rows[rng.integers(len(pool.rows), size=4 * count)].tolist():
+            eligible = corpus.image_of[row] != corpus.image_of[target] and text[row] != text[target]
+            if eligible and row not in chosen:
+                chosen.append(row)
+                if len(chosen) == count:
+                    return chosen
+    return chosen
 
 
 def shard_ranges(ref: CorpusRef, shard_size: int):
