@@ -23,11 +23,15 @@ def generated(options: GenerateOptions, beam_args: list[str] | None = None):
 SMALL = {"n_dev": 40, "n_test": 40, "neighbours": 60, "pv_dim": 64, "pv_epochs": 10}
 
 
+def written_corpus(tmp_path_factory, *, seed: int, num_images: int) -> str:
+    path = str(tmp_path_factory.mktemp("corpus") / "captions_synthetic.json")
+    write_coco(path, seed=seed, num_images=num_images)
+    return path
+
+
 @pytest.fixture(scope="session")
 def synthetic_corpus(tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("corpus") / "captions_synthetic.json")
-    write_coco(path, seed=0, num_images=300)
-    return path
+    return written_corpus(tmp_path_factory, seed=0, num_images=300)
 
 
 @pytest.fixture(scope="session")
@@ -64,9 +68,7 @@ TRAINING = {**SMALL, "n_dev": 100, "n_test": 100}
 @pytest.fixture(scope="session")
 def training_corpus(tmp_path_factory) -> str:
     """1,000 synthetic images: 800 to train on, about 500 instances each in dev and test."""
-    path = str(tmp_path_factory.mktemp("training_corpus") / "captions.json")
-    write_coco(path, seed=1, num_images=1000)
-    return path
+    return written_corpus(tmp_path_factory, seed=1, num_images=1000)
 
 
 @pytest.fixture(scope="session")
