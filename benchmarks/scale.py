@@ -12,7 +12,6 @@ search on a 50k-caption sample and on the full corpus.
 
 import argparse
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import numpy as np
 from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
 from pipelines.options import GenerateOptions
+from pipelines.versions import completed_dataset, read_manifest
 from tests.dataset_checks import (
     check_decoys_recomputed,
     check_formats_agree,
@@ -91,11 +91,16 @@ def generate(corpus: str, output: str, run: Run, neighbours: int, held_out: int)
         "pv_workers": run.workers,
         "neighbours": neighbours,
         "direct_num_workers": run.workers,
+        "force": None,  # a new version each time: an "up to date" run would time nothing
     }
     if run.workers > 1:
         flags |= {"direct_running_mode": "multi_processing", "search_threads": 1}
     command = [sys.executable, "-m", "pipelines.generate"]
-    command += [part for name, value in flags.items() for part in (f"--{name}", str(value))]
+    command += [
+        part
+        for name, value in flags.items()
+        for part in ((f"--{name}",) if value is None else (f"--{name}", str(value)))
+    ]
     started = time.monotonic()
     with open(f"{output}.log", "w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -107,9 +112,13 @@ def generate(corpus: str, output: str, run: Run, neighbours: int, held_out: int)
         sampler.join()
     if code:
         raise SystemExit(f"generate failed ({code}); see {output}.log")
-    with open(os.path.join(output, "manifest.json")) as handle:
-        manifest = json.load(handle)
-    return {"wall": time.monotonic() - started, "peak_rss": peak[0], "manifest": manifest}
+    directory = completed_dataset(output)
+    return {
+        "wall": time.monotonic() - started,
+        "peak_rss": peak[0],
+        "manifest": read_manifest(directory),
+        "directory": directory,
+    }
 
 
 def kernel_against_nltk(captions: list[tuple[str, ...]], pairs: int, seed: int = 0) -> dict:
@@ -224,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ran {run.label}: {results[name]['wall']:.0f}s", flush=True)
 
     first_name = args.runs.split(",")[0]
-    checked = check_output(os.path.join(args.output, first_name), args.neighbours)
+    checked = check_output(results[first_name]["directory"], args.neighbours)
     print(f"invariants hold on all {checked:,} instances of the {first_name} run")
     first = results[first_name]
     counters = first["manifest"]["metrics"]
@@ -253,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         speedup = results["1worker"]["wall"] / results["scale"]["wall"]
         print(f"1 -> 2 workers: {speedup:.2f}x faster end to end")
 
-    loaded = load_corpus(os.path.join(args.output, first_name, "corpus"))
+    loaded = load_corpus(os.path.join(results[first_name]["directory"], "corpus"))
     documents = [tuple(text.split()) for text in loaded.captions["text"]]
     kernel = kernel_against_nltk(documents, pairs=20_000)
     print()
