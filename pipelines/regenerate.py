@@ -22,7 +22,7 @@ from pipelines import train
 from pipelines.generate import Generated, run
 from pipelines.options import GenerateOptions, RegenerateOptions, TrainOptions, parse_options
 from pipelines.train import METRICS_FILE
-from pipelines.versions import NO_CONTENT_OPTIONS, latest_version, read_manifest
+from pipelines.versions import content_options, latest_version, read_manifest
 from transforms.errors import input_error_message
 
 EVALUATION_DIRECTORY = "evaluation"  # OUTPUT/<version>/evaluation: not "train", a split's name
@@ -41,10 +41,11 @@ def changes(previous: dict | None, current: dict) -> str:
         for path in sorted(after.keys() & before.keys())
         if after[path] != before[path]
     ]
+    before_options = content_options(previous["options"])
     options = sorted(
         name
-        for name, value in current["options"].items()
-        if name not in NO_CONTENT_OPTIONS and previous["options"].get(name) != value
+        for name, value in content_options(current["options"]).items()
+        if before_options.get(name) != value
     )
     if options:
         what.append("options " + ", ".join(options))

@@ -49,14 +49,15 @@ class Version:
     complete: bool
 
 
+def content_options(options: dict) -> dict:
+    """The options (name -> value) that decide what the dataset holds."""
+    return {name: value for name, value in options.items() if name not in NO_CONTENT_OPTIONS}
+
+
 def version_name(options, checksums: list[dict]) -> str:
     """``[<label>-]<12 hex digits>`` from the content options, input checksums and package."""
     content = {
-        "options": {
-            name: value
-            for name, value in dataclasses.asdict(options).items()
-            if name not in NO_CONTENT_OPTIONS
-        },
+        "options": content_options(dataclasses.asdict(options)),
         "inputs": sorted(checksum["sha256"] for checksum in checksums),
         "package": importlib.metadata.version("dmc-datasets"),
     }
