@@ -9,14 +9,13 @@ import pathlib
 import pytest
 from google.cloud import storage
 
-import transforms.write
 from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
 from pipelines.versions import completed_dataset
 from tests.conftest import SMALL
 from tests.dataset_checks import check_dataset
 from tests.gcs_emulator import PROJECT, gcs_servers
-from tests.test_versions import _tree
+from tests.version_checks import failure_after_a_train_shard, version_files
 
 BUCKET = "dmc-test"
 
@@ -62,7 +61,7 @@ def test_generate_reads_gcs_and_writes_the_local_runs_bytes_to_gcs(
 
     copy = tmp_path / "copy"
     _download(client, f"mcic/{version.name}/", copy)
-    assert _tree(str(copy)) == _tree(local_directory)
+    assert version_files(str(copy)) == version_files(local_directory)
     check_dataset(dataclasses.replace(options, output=str(copy)), sample=10)
     assert run(options).up_to_date
 
@@ -96,23 +95,13 @@ def test_missing_permissions_are_named(gcs, corpus_in_bucket, capsys, monkeypatc
     )
 
 
-def test_a_failed_gcs_run_is_not_published_and_the_next_one_clears_it(
-    gcs, corpus_in_bucket, monkeypatch
-):
+def test_a_failed_gcs_run_is_not_published_and_the_next_one_clears_it(gcs, corpus_in_bucket):
     client, _ = gcs
     options = GenerateOptions(
         input=corpus_in_bucket, output=f"gs://{BUCKET}/failing", **{**SMALL, "seed": 1}
     )
-    write_shard = transforms.write.write_shard
-
-    def fail_after_writing(shard_and_records, **kwargs):
-        write_shard(shard_and_records, **kwargs)
-        raise RuntimeError("injected failure after writing a shard")
-
-    monkeypatch.setattr(transforms.write, "write_shard", fail_after_writing)
-    with pytest.raises(Exception, match="injected failure"):
+    with failure_after_a_train_shard(), pytest.raises(Exception, match="injected failure"):
         run(options)
-    monkeypatch.undo()
     left = {blob.name for blob in client.list_blobs(BUCKET, prefix="failing/")}
     assert any(name.endswith(".parquet") for name in left)
     assert not any(name.endswith(("_COMPLETE", "latest")) for name in left)

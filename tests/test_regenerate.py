@@ -4,9 +4,9 @@ import json
 import pathlib
 import re
 
-import transforms.write
 from pipelines.regenerate import changes, main
 from tests.conftest import SMALL
+from tests.version_checks import failure_after_a_train_shard
 
 MANIFEST = {"inputs": [{"path": "a.json", "sha256": "1"}], "options": {"seed": 0, "output": "x"}}
 
@@ -53,12 +53,9 @@ def test_regenerates_only_when_an_input_changes(synthetic_corpus, tmp_path, caps
     assert (root / name / "_COMPLETE").exists()
 
 
-def test_a_failure_is_one_line_and_exit_code_1(synthetic_corpus, tmp_path, capsys, monkeypatch):
-    def fail(*args, **kwargs):
-        raise RuntimeError("injected failure")
-
-    monkeypatch.setattr(transforms.write, "write_shard", fail)
-    code, line = _regenerate(capsys, synthetic_corpus, tmp_path / "out")
+def test_a_failure_is_one_line_and_exit_code_1(synthetic_corpus, tmp_path, capsys):
+    with failure_after_a_train_shard():
+        code, line = _regenerate(capsys, synthetic_corpus, tmp_path / "out")
     assert code == 1
     assert line.startswith("FAILED: RuntimeError: injected failure")
     assert not (tmp_path / "out" / "latest").exists()

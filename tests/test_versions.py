@@ -1,7 +1,6 @@
 """Versioned, atomic, idempotent outputs: OUTPUT/<version>/, _COMPLETE, latest."""
 
 import dataclasses
-import hashlib
 import json
 import os
 import pathlib
@@ -12,27 +11,15 @@ import time
 
 import pytest
 
-import transforms.write
 from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
 from pipelines.versions import COMPLETE_FILE, completed_dataset, version_name
 from tests.conftest import SMALL
 from tests.dataset_checks import check_dataset
+from tests.version_checks import failure_after_a_train_shard, version_files
 from transforms.errors import InputError
 
-# Written by every run, with times or run-specific paths in them; the dataset is the rest.
-RUN_RECORDS = {"manifest.json", COMPLETE_FILE, "pv/doc2vec.model"}
 CHECKSUMS = [{"sha256": "a" * 64}, {"sha256": "b" * 64}]
-
-
-def _tree(directory: str) -> dict[str, str]:
-    """Relative path -> sha256 of every file under a version, run records left out."""
-    files = {}
-    for path in pathlib.Path(directory).rglob("*"):
-        name = path.relative_to(directory).as_posix()
-        if path.is_file() and name not in RUN_RECORDS:
-            files[name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return files
 
 
 def _latest(root: str) -> str:
@@ -71,32 +58,22 @@ def test_rerun_is_up_to_date_and_force_writes_an_identical_new_version(small_dat
     second = f"{first}.2"
     assert _latest(root) == os.path.basename(second)
     assert completed_dataset(root) == second
-    assert _tree(second) == _tree(first)  # byte-identical, over two workers this time
-    assert any(name.endswith(".parquet") for name in _tree(first))
+    assert version_files(second) == version_files(
+        first
+    )  # byte-identical, over two workers this time
+    assert any(name.endswith(".parquet") for name in version_files(first))
 
 
-def test_a_failed_run_leaves_latest_alone_and_the_next_run_completes(
-    synthetic_corpus, tmp_path, monkeypatch
-):
+def test_a_failed_run_leaves_latest_alone_and_the_next_run_completes(synthetic_corpus, tmp_path):
     root = str(tmp_path / "out")
     options = GenerateOptions(input=synthetic_corpus, output=root, **SMALL)
     old = run(options).version
-    old_files = _tree(old.directory)
+    old_files = version_files(old.directory)
     changed = dataclasses.replace(
         options, input=_changed_corpus(synthetic_corpus, tmp_path / "changed.json")
     )
-    write_shard = transforms.write.write_shard
-
-    def fail_after_writing(shard_and_records, **kwargs):
-        paths = write_shard(shard_and_records, **kwargs)
-        if kwargs["directory"].endswith("train"):
-            raise RuntimeError("injected failure after writing a train shard")
-        return paths
-
-    monkeypatch.setattr(transforms.write, "write_shard", fail_after_writing)
-    with pytest.raises(Exception, match="injected failure"):
+    with failure_after_a_train_shard(), pytest.raises(Exception, match="injected failure"):
         run(changed)
-    monkeypatch.undo()
     [failed] = [p for p in pathlib.Path(root).iterdir() if p.is_dir() and p.name != old.name]
     assert list(failed.glob("train/instances-*.parquet"))  # partial files are there ...
     assert not (failed / COMPLETE_FILE).exists()  # ... but never marked complete
@@ -108,7 +85,7 @@ def test_a_failed_run_leaves_latest_alone_and_the_next_run_completes(
     new = run(changed).version
     assert new.directory == str(failed)
     assert _latest(root) == new.name
-    assert _tree(old.directory) == old_files  # the old version is untouched
+    assert version_files(old.directory) == old_files  # the old version is untouched
     check_dataset(dataclasses.replace(changed, output=new.directory), sample=10)
 
 
