@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up .venv (when setup.py changed since the last set-up), writes the
-# project's synthetic default corpus and generates an MC-IC dataset from it
-# into ./out/mcic-synthetic/<version>. Extra arguments go to pipelines.generate, e.g.
-#   ./run_local.sh --decoy_pool split --direct_num_workers 2
+# project's synthetic default corpus and generates a dataset from it
+# into ./out/synthetic/<version>. Extra arguments go to pipelines.generate, e.g.
+#   ./run_local.sh --decoys mcic --direct_num_workers 2
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -19,5 +19,5 @@ fi
 .venv/bin/python -m pipelines.make_corpus --num_images 4000 --seed 0 \
   --output out/corpus/captions_synthetic.json
 .venv/bin/python -m pipelines.generate \
-  --input out/corpus/captions_synthetic.json --output out/mcic-synthetic \
+  --input out/corpus/captions_synthetic.json --output out/synthetic \
   --n_dev 500 --n_test 500 "$@"

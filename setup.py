@@ -11,7 +11,9 @@ setuptools.setup(
     version="0.1.0",
     description="MC-IC multiple-choice image-caption datasets (Ding et al. 2016) with Apache Beam",
     python_requires=">=3.10",
-    packages=setuptools.find_packages(include=["pipelines", "transforms", "schemas"]),
+    packages=setuptools.find_packages(
+        include=["pipelines", "transforms", "transforms.*", "schemas"]
+    ),
     install_requires=[
         "apache-beam[gcp]>=2.60,<3",  # gcp: gs:// reads and writes, the Dataflow runner
         "gensim>=4.3,<5",

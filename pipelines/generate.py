@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.utils.shared import Shared
 
 from pipelines.manifest import build_manifest, file_checksum
 from pipelines.optimize import REPORT_FILE, SEARCH_DIRECTORY, run_search
@@ -41,54 +40,53 @@ from pipelines.versions import (
     version_name,
 )
 from schemas.records import SKIPPED
-from transforms.corpus import TrainParagraphVectors
-from transforms.decoys import ChooseDecoys
-from transforms.files import check_location, check_writable, read_file
-from transforms.instances import BuildInstances
-from transforms.neighbours import FindNeighbourhoods, SharedCorpus
-from transforms.prepare import PrepareCaptions
-from transforms.read import expand_inputs
-from transforms.search import report_table
-from transforms.statistics import (
+from transforms.corpus.prepare import PrepareCaptions
+from transforms.corpus.read import expand_inputs
+from transforms.corpus.store import TrainParagraphVectors
+from transforms.dataset.instances import BuildInstances
+from transforms.dataset.statistics import (
     WriteSkips,
     compute_statistics,
     read_written,
     table_one,
-    write_json,
 )
-from transforms.write import WriteInstances
+from transforms.dataset.write import WriteInstances
+from transforms.files import check_location, check_writable, read_file, write_json
+from transforms.search.optimize import report_table
+from transforms.strategies.adversarial import REPORT_FILE as ADVERSARIAL_FILE
+from transforms.strategies.adversarial import AdversarialFilter
+from transforms.strategies.registry import STRATEGIES
+from transforms.trainer.audit import audit_dataset
+from transforms.trainer.fit import metrics_table
 
 STATISTICS_FILE = "statistics.json"
 
 
 def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
     """Algorithm 1's main loop as a graph; ``pipeline`` may be a TestPipeline."""
-    corpus_copy = SharedCorpus(Shared(), options.decoy_pool, options.index_config())
     prepared = pipeline | "PrepareCaptions" >> PrepareCaptions(
         inputs=inputs, seed=options.seed, n_dev=options.n_dev, n_test=options.n_test
     )
+    strategy = STRATEGIES[options.decoys](options.strategy_config())
     corpus = prepared["captions"] | "TrainParagraphVectors" >> TrainParagraphVectors(
         pv=options.pv_config(),
         pretrained=options.pv_model,
         neighbours=options.neighbours,
-        decoy_pool=options.decoy_pool,
+        decoy_pool=strategy.config.decoy_pool,
         output=options.output,
     )
-    neighbourhoods = corpus | "FindNeighbourhoods" >> FindNeighbourhoods(
-        corpus=corpus_copy,
-        neighbours=options.neighbours,
-        shard_size=options.shard_size,
-        batch_size=options.batch_size,
-        decoys=options.decoys,
-        seed=options.seed,
-    )
-    decoys = neighbourhoods | "ChooseDecoys" >> ChooseDecoys(
-        corpus=corpus_copy,
-        lam=options.score_lambda,
-        limit=options.surf_limit,
-        decoys=options.decoys,
-    )
-    instances = decoys["selections"] | "BuildInstances" >> BuildInstances(seed=options.seed)
+    decoys = corpus | "ChooseDecoys" >> strategy
+    selections = decoys["selections"]
+    if options.adversarial_rounds:
+        selections = selections | "AdversarialFilter" >> AdversarialFilter(
+            corpus=strategy.corpus,
+            ref=corpus,
+            rounds=options.adversarial_rounds,
+            reserve=options.adversarial_reserve,
+            seed=options.seed,
+            output=options.output,
+        )
+    instances = selections | "BuildInstances" >> BuildInstances(seed=options.seed)
     _ = instances | "WriteInstances" >> WriteInstances(
         output=options.output, num_shards=options.output_shards, corpus=corpus
     )
@@ -149,7 +147,13 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     pipeline = local_or_given_runner(beam_args)
     build_pipeline(pipeline, options, inputs)
     metrics = run_to_completion(pipeline)
-    statistics = compute_statistics(*read_written(options.output))
+    statistics = compute_statistics(*read_written(options.output), metrics)
+    statistics["text_only_audit"] = audit_dataset(
+        options.output, options.audit_config(options.output)
+    )
+    if options.adversarial_rounds:  # the filter's report, as written (before and after per split)
+        report = read_file(FileSystems.join(options.output, ADVERSARIAL_FILE))
+        statistics["adversarial_filtering"] = json.loads(report)
     write_json(FileSystems.join(options.output, STATISTICS_FILE), statistics)
     manifest = build_manifest(
         options, version.name, checksums, beam_args, statistics, metrics, search
@@ -165,7 +169,17 @@ def summary(generated: Generated, output: str) -> str:
             f"up to date: {generated.version.directory} already holds these inputs and "
             f"options (--force to generate again); {output}/{LATEST_FILE} points at it"
         )
-    return f"{table_one(generated.statistics)}\ndataset written to {generated.version.directory}"
+    return (
+        f"{table_one(generated.statistics)}\n{audit_summary(generated.statistics)}\n"
+        f"dataset written to {generated.version.directory}"
+    )
+
+
+def audit_summary(statistics: dict) -> str:
+    audit = statistics["text_only_audit"]
+    if "verdict" not in audit:
+        return f"text-only audit: {audit['skipped']}"
+    return f"{metrics_table(audit)}\n{audit['verdict']['line']}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ import logging
 import sys
 import time
 
-from transforms.synthetic import CAPTIONS_PER_IMAGE, write_coco
+from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
 
 MAX_IMAGES = 150_000
 

@@ -20,11 +20,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
-from transforms.files import read_file
-from transforms.prepare import PrepareCaptions
-from transforms.read import expand_inputs
-from transforms.search import SearchHyperParameters, report_table
-from transforms.statistics import write_json
+from transforms.corpus.prepare import PrepareCaptions
+from transforms.corpus.read import expand_inputs
+from transforms.files import read_file, write_json
+from transforms.search.optimize import SearchHyperParameters, report_table
 
 SEARCH_DIRECTORY = "search"
 REPORT_FILE = "report.json"

@@ -11,14 +11,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.versions import LABEL
-from transforms.corpus import DECOY_POOLS
-from transforms.decoys import DECOY_KINDS
+from transforms.corpus.index import IndexConfig
+from transforms.corpus.paragraph_vectors import PVConfig
+from transforms.corpus.split import SPLITS
+from transforms.corpus.store import DECOY_POOLS
 from transforms.errors import InputError
-from transforms.features import FeatureConfig
-from transforms.index import IndexConfig
-from transforms.models import TrainConfig
-from transforms.paragraph_vectors import PVConfig
-from transforms.split import SPLITS
+from transforms.strategies.base import StrategyConfig
+from transforms.strategies.registry import DEFAULT_STRATEGY, STRATEGIES, strategy_table
+from transforms.strategies.validity import ValidityRules
+from transforms.trainer.audit import AuditConfig
+from transforms.trainer.features import FeatureConfig
+from transforms.trainer.models import TrainConfig
 
 REQUIRED = dataclasses.MISSING
 
@@ -50,19 +53,46 @@ class GenerateOptions:
     n_test: int = _option(2000, "images in the test split")
     seed: int = _option(0, "seed of the split keys, PV training and option shuffling")
     neighbours: int = _option(500, "N: candidates per target, the top-N by simPV")
-    decoy_pool: str = _option(
-        "all",
-        "where candidates come from: the whole corpus (paper) or only the target's split",
-        DECOY_POOLS,
-    )
     decoys: str = _option(
-        "mcic",
-        "mcic: Algorithm 1; random: drawn uniformly from other images' captions in the pool "
-        "(Visual Madlibs' easy task)",
-        DECOY_KINDS,
+        DEFAULT_STRATEGY, "the decoy strategy (README: Decoy strategies)", tuple(STRATEGIES)
+    )
+    decoy_pool: str = _option(
+        "",
+        "where candidates come from: all (the whole corpus, as in the paper) or split (the "
+        "target's split only); empty: the strategy's own ("
+        + ", ".join(f"{name}: {strategy.pools[0]}" for name, strategy in STRATEGIES.items())
+        + ")",
+        ("", *DECOY_POOLS),
+    )
+    set_neighbours: int = _option(
+        50, "closed_sets: a caption's set is formed among its K nearest captions of its split"
+    )
+    set_memberships: int = _option(
+        2,
+        "closed_sets: the most sets a caption may belong to (1: a partition; 2: captions the "
+        "partition leaves out get an overlay set)",
     )
     score_lambda: float = _option(0.3, "lambda of Score = lambda*simPV + (1-lambda)*simSURF")
-    surf_limit: float = _option(0.5, "L: candidates with simSURF >= L score 0 (too similar)")
+    surf_limit: float = _option(
+        0.5,
+        "L: candidates with simSURF >= L score 0; no decoy reaches it against any caption of "
+        "the target's image",
+    )
+    own_caption_rule: bool = _option(
+        False,
+        "also reject decoys whose simPV to the target reaches the target's mean simPV to its "
+        "image's other captions",
+    )
+    adversarial_rounds: int = _option(
+        0,
+        "rounds of adversarial filtering (AFLite-like): decoys of instances a cross-fitted "
+        "text-only model gets right are swapped for reserve candidates; 0 = off; not for "
+        "strategies with a guarantee",
+    )
+    adversarial_reserve: int = _option(
+        8,
+        "adversarial filtering: further valid candidates kept per target, which it may swap in",
+    )
     pv_dim: int = _option(256, "PV-DBOW vector size (paper: 1024)")
     pv_epochs: int = _option(20, "PV-DBOW training epochs (paper: 5, too few below ~500k captions)")
     pv_min_count: int = _option(1, "PV-DBOW: ignore words rarer than this")
@@ -104,6 +134,11 @@ class GenerateOptions:
     output_shards: int = _option(
         0, "files per split and format (0: one per 20,000 captions of the split)"
     )
+    audit_sample: int = _option(
+        20_000,
+        "the learned text-only audit (Text-FFNN, trainer defaults) is fitted on this many "
+        "train instances; 0 = all",
+    )
 
     def pv_config(self) -> PVConfig:
         return PVConfig(
@@ -114,6 +149,32 @@ class GenerateOptions:
             negative=self.pv_negative,
             seed=self.seed,
             workers=self.pv_workers,
+        )
+
+    def strategy_config(self) -> StrategyConfig:
+        config = StrategyConfig(
+            neighbours=self.neighbours,
+            score_lambda=self.score_lambda,
+            seed=self.seed,
+            decoy_pool=self.decoy_pool,
+            rules=ValidityRules(limit=self.surf_limit, own_caption_rule=self.own_caption_rule),
+            index=self.index_config(),
+            shard_size=self.shard_size,
+            batch_size=self.batch_size,
+            set_neighbours=self.set_neighbours,
+            set_memberships=self.set_memberships,
+            adversarial_rounds=self.adversarial_rounds,
+            adversarial_reserve=self.adversarial_reserve,
+        )
+        return STRATEGIES[self.decoys].resolve_pool(config)
+
+    def audit_config(self, dataset: str) -> AuditConfig:
+        """The audit of ``dataset`` with the trainer's default settings and this run's seed."""
+        trainer = TrainOptions(dataset=dataset, output="", seed=self.seed)
+        return AuditConfig(
+            features=trainer.feature_config(dataset),
+            train=trainer.train_config(),
+            train_sample=self.audit_sample,
         )
 
     def search_grid(self) -> list[tuple[int, int]]:
@@ -141,6 +202,8 @@ class GenerateOptions:
         problems = []
         if self.n_dev < 0 or self.n_test < 0:
             problems.append("--n_dev and --n_test must be >= 0")
+        if self.set_neighbours < 4:
+            problems.append("--set_neighbours must be at least 4 (a set has five members)")
         if self.neighbours < 4:
             problems.append("--neighbours must be at least 4 (four decoys per instance)")
         if not 0.0 <= self.score_lambda <= 1.0:
@@ -156,6 +219,7 @@ class GenerateOptions:
             "pv_workers",
             "shard_size",
             "batch_size",
+            "set_memberships",
         ):
             if getattr(self, name) < 1:
                 problems.append(f"--{name} must be >= 1")
@@ -174,11 +238,25 @@ class GenerateOptions:
             "search_threads",
             "search_sample_images",
             "output_shards",
+            "audit_sample",
+            "adversarial_rounds",
+            "adversarial_reserve",
         ):
             if getattr(self, name) < 0:
                 problems.append(f"--{name} must be >= 0")
         if self.ivf_scan <= 0:
             problems.append("--ivf_scan must be > 0")
+        pools = STRATEGIES[self.decoys].pools
+        if self.decoy_pool and self.decoy_pool not in pools:
+            problems.append(
+                f"--decoys {self.decoys} takes --decoy_pool {' or '.join(pools)}, "
+                f"not {self.decoy_pool}"
+            )
+        if self.adversarial_rounds and STRATEGIES[self.decoys].guarantee:
+            problems.append(
+                f"--adversarial_rounds is for strategies without a text-only guarantee; "
+                f"--decoys {self.decoys} has one by construction"
+            )
         if self.label and not LABEL.fullmatch(self.label):
             problems.append("--label takes letters, digits, '_' and '-', starting alphanumeric")
         if problems:
@@ -324,5 +402,8 @@ class RegenerateOptions:
 
 TABLES = {"generate": GenerateOptions, "train": TrainOptions, "regenerate": RegenerateOptions}
 
-if __name__ == "__main__":  # README tables: python -m pipelines.options [train|regenerate]
-    print(markdown_table(TABLES[sys.argv[1] if len(sys.argv) > 1 else "generate"]))
+if (
+    __name__ == "__main__"
+):  # README tables: python -m pipelines.options [train|regenerate|strategies]
+    table = sys.argv[1] if len(sys.argv) > 1 else "generate"
+    print(strategy_table() if table == "strategies" else markdown_table(TABLES[table]))

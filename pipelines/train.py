@@ -26,11 +26,10 @@ from apache_beam.utils.shared import Shared
 from pipelines.options import TrainOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.versions import completed_dataset
-from transforms.features import BuildExamples, ReadInstances, SharedFeatureSpace
-from transforms.files import read_file, write_file
-from transforms.split import SPLITS
-from transforms.statistics import write_json
-from transforms.trainer import Evaluate, FitModels, WriteMetrics, metrics_table
+from transforms.corpus.split import SPLITS
+from transforms.files import read_file, write_file, write_json
+from transforms.trainer.features import BuildExamples, ReadInstances, SharedFeatureSpace
+from transforms.trainer.fit import Evaluate, FitModels, WriteMetrics, metrics_table
 
 METRICS_FILE = "metrics.json"
 TABLE_FILE = "table.txt"

@@ -63,3 +63,14 @@ class Selection(NamedTuple):
 
     target: Caption
     decoys: tuple[Decoy, ...]
+
+
+class Reserved(NamedTuple):
+    """A Selection and the further valid candidates adversarial filtering may swap in.
+
+    Strategies emit these instead of bare Selections only with ``--adversarial_rounds``;
+    the filter turns them back into Selections before instances are built.
+    """
+
+    selection: Selection
+    reserve: tuple[Decoy, ...]  # in the strategy's preference order

@@ -7,7 +7,7 @@ import pytest
 
 from pipelines.generate import run
 from pipelines.options import GenerateOptions
-from transforms.synthetic import write_coco
+from transforms.corpus.synthetic import write_coco
 
 COCO_VAL2017 = os.path.join(
     os.path.dirname(__file__), "..", "..", "shared", "data", "coco", "captions_val2017.json"
@@ -21,6 +21,7 @@ def generated(options: GenerateOptions, beam_args: list[str] | None = None):
 
 
 SMALL = {"n_dev": 40, "n_test": 40, "neighbours": 60, "pv_dim": 64, "pv_epochs": 10}
+SMALL_MCIC = {**SMALL, "decoys": "mcic"}
 
 
 def written_corpus(tmp_path_factory, *, seed: int, num_images: int) -> str:
@@ -37,7 +38,7 @@ def synthetic_corpus(tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def small_dataset(synthetic_corpus, tmp_path_factory) -> tuple[str, GenerateOptions]:
     options = GenerateOptions(
-        input=synthetic_corpus, output=str(tmp_path_factory.mktemp("small")), **SMALL
+        input=synthetic_corpus, output=str(tmp_path_factory.mktemp("small")), **SMALL_MCIC
     )
     return generated(options)
 
@@ -74,7 +75,15 @@ def training_corpus(tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def mcic_dataset(training_corpus, tmp_path_factory) -> str:
     output = str(tmp_path_factory.mktemp("mcic"))
-    return generated(GenerateOptions(input=training_corpus, output=output, **TRAINING))[0]
+    options = GenerateOptions(input=training_corpus, output=output, decoys="mcic", **TRAINING)
+    return generated(options)[0]
+
+
+@pytest.fixture(scope="session")
+def closed_sets_dataset(training_corpus, tmp_path_factory) -> tuple[str, GenerateOptions]:
+    """The same corpus with closed-set decoys (the default strategy)."""
+    output = str(tmp_path_factory.mktemp("closed_sets"))
+    return generated(GenerateOptions(input=training_corpus, output=output, **TRAINING))
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,8 @@ from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 from pipelines.options import GenerateOptions
 from schemas.instance import parse_mcic_line
 from tests.tfrecord_reader import parse_example, read_records
+from transforms.strategies.registry import STRATEGIES
+from transforms.strategies.validity import RULES
 
 SPLITS = ("train", "dev", "test")
 
@@ -54,9 +56,11 @@ def nltk_sim_surf(candidate: list[str], target: list[str]) -> float:
     return bleu / brevity_penalty(len(target), len(candidate))
 
 
-def check_instances(rows: list[dict], surf_limit: float) -> None:
+def check_instances(rows: list[dict]) -> None:
+    """What every strategy's instances satisfy, structurally."""
     for row in rows:
         assert len(row["options"]) == 5
+        assert len(set(row["options"])) == 5, f"{row['example_id']}: repeated option"
         assert 0 <= row["label"] < 5
         assert row["option_caption_ids"].count(row["target_caption_id"]) == 1
         assert row["option_caption_ids"][row["label"]] == row["target_caption_id"]
@@ -64,9 +68,42 @@ def check_instances(rows: list[dict], surf_limit: float) -> None:
         decoys = [cid for i, cid in enumerate(row["option_caption_ids"]) if i != row["label"]]
         assert sorted(decoys) == sorted(row["decoy_caption_ids"])
         assert row["image_id"] not in row["decoy_image_ids"]
+        assert row["decoy_score"] == sorted(row["decoy_score"], reverse=True)
+
+
+def check_positive_score(rows: list[dict], surf_limit: float) -> None:
+    for row in rows:
         assert all(score > 0 for score in row["decoy_score"])
         assert all(surf < surf_limit for surf in row["decoy_sim_surf"])
-        assert row["decoy_score"] == sorted(row["decoy_score"], reverse=True)
+
+
+def image_captions(corpus: list[dict]) -> dict[str, list[str]]:
+    captions: dict[str, list[str]] = {}
+    for caption in corpus:
+        captions.setdefault(caption["image_id"], []).append(caption["text"])
+    return captions
+
+
+def valid_decoy(text: str, own_captions: list[str], surf_limit: float) -> bool:
+    """SPEC "Validity", recomputed with nltk: no copy of, or near-copy of, an image caption."""
+    return text not in own_captions and all(
+        nltk_sim_surf(text.split(), own.split()) < surf_limit for own in own_captions
+    )
+
+
+def check_validity(corpus: list[dict], rows: list[dict], surf_limit: float, sample: int) -> None:
+    """Every decoy: no text of the target's image (all rows); near-copies by nltk (a sample)."""
+    captions = image_captions(corpus)
+    for row in rows:
+        own = set(captions[row["image_id"]])
+        decoys = [o for i, o in enumerate(row["options"]) if i != row["label"]]
+        assert not own & set(decoys), f"{row['example_id']}: a decoy copies an image caption"
+    rng = np.random.default_rng(1)
+    for index in rng.choice(len(rows), size=min(sample, len(rows)), replace=False):
+        row = rows[index]
+        for i, option in enumerate(row["options"]):
+            if i != row["label"]:
+                assert valid_decoy(option, captions[row["image_id"]], surf_limit), row
 
 
 def check_formats_agree(output: str, split: str, rows: list[dict]) -> None:
@@ -98,6 +135,7 @@ def check_decoys_recomputed(
     decoy_pool: str,
     sample: int,
     exact_search: bool = True,
+    own_caption_rule: bool = False,
     seed: int = 0,
 ) -> int:
     """Brute force + nltk: the decoys are the top 4 by Score of the top-N list.
@@ -112,6 +150,7 @@ def check_decoys_recomputed(
     row_of = {caption["caption_id"]: r for r, caption in enumerate(corpus)}
     images = np.array([caption["image_id"] for caption in corpus])
     splits = np.array([caption["split"] for caption in corpus])
+    captions = image_captions(corpus)
     rng = np.random.default_rng(seed)
     for index in rng.choice(len(rows), size=min(sample, len(rows)), replace=False):
         instance = rows[index]
@@ -136,26 +175,39 @@ def check_decoys_recomputed(
         candidates = np.flatnonzero(pool)
         cosines = embeddings[candidates] @ embeddings[target]
         top = candidates[np.argsort(-cosines, kind="stable")[:neighbours]]
+        own_rows = [r for r in np.flatnonzero(images == images[target]) if r != target]
+        own_closeness = (
+            float(np.mean(embeddings[own_rows] @ embeddings[target])) if own_rows else np.inf
+        )
         scores = {}
         for candidate in top:
             surf = nltk_sim_surf(corpus[candidate]["text"].split(), target_tokens)
             pv = float(embeddings[candidate] @ embeddings[target])
             score = 0.0 if surf >= surf_limit else lam * pv + (1 - lam) * surf
-            if score > 0:
+            if score > 0 and not (own_caption_rule and pv >= own_closeness - 1e-6):
                 scores[int(candidate)] = score
-        best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:4]
-        chosen = [row_of[caption_id] for caption_id in instance["decoy_caption_ids"]]
-        assert all(row in scores for row in chosen), instance["example_id"]
-        np.testing.assert_allclose(  # equal up to float32 cosine rounding near ties
-            [scores[row] for row in chosen], [score for _, score in best], atol=1e-6
-        )
+        chosen_texts: list[str] = []
+        for candidate, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
+            text = corpus[candidate]["text"]
+            if text not in chosen_texts and valid_decoy(text, captions[images[target]], surf_limit):
+                chosen_texts.append(text)
+                if len(chosen_texts) == 4:
+                    break
+        assert sorted(chosen_texts) == sorted(
+            o for i, o in enumerate(instance["options"]) if i != instance["label"]
+        ), instance["example_id"]
     return min(sample, len(rows))
 
 
 def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, list[dict]]:
-    """All invariants of the dataset ``options`` generated; returns its Parquet rows."""
+    """All invariants of the dataset ``options`` generated; returns its Parquet rows.
+
+    The validity rules hold for every strategy; the strategy's own ``invariants``
+    name the further checks below.
+    """
     output, n_dev, n_test = options.output, options.n_dev, options.n_test
-    neighbours, surf_limit, decoy_pool = options.neighbours, options.surf_limit, options.decoy_pool
+    surf_limit, strategy = options.surf_limit, STRATEGIES[options.decoys]
+    decoy_pool = options.strategy_config().decoy_pool
     rows = {split: read_parquet(output, split) for split in SPLITS}
     corpus = pq.read_table(os.path.join(output, "corpus", "captions.parquet")).to_pylist()
     split_images = {
@@ -168,7 +220,7 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
     for split in SPLITS:
         assert {row["image_id"] for row in rows[split]} <= split_images[split]
         assert all(row["split"] == split for row in rows[split])
-        check_instances(rows[split], surf_limit)
+        check_instances(rows[split])
         check_formats_agree(output, split, rows[split])
     if decoy_pool == "split":
         image_split = {c["image_id"]: c["split"] for c in corpus}
@@ -176,28 +228,56 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
             for row in rows[split]:
                 assert {image_split[i] for i in row["decoy_image_ids"]} == {split}
     every = [row for split in SPLITS for row in rows[split]]
-    check_decoys_recomputed(
-        output,
-        every,
-        neighbours=neighbours,
-        lam=options.score_lambda,
-        surf_limit=surf_limit,
-        decoy_pool=decoy_pool,
-        sample=sample,
-        exact_search=len(corpus) <= options.index_exact_limit,
-    )
+    check_validity(corpus, every, surf_limit, sample=10 * sample)
+    if "positive_score" in strategy.invariants:
+        check_positive_score(every, surf_limit)
+    # Adversarial filtering swaps decoys for reserve candidates further down Algorithm 1's
+    # preference order by design, so the brute-force recomputation no longer applies.
+    if "algorithm_1" in strategy.invariants and not options.adversarial_rounds:
+        check_decoys_recomputed(
+            output,
+            every,
+            neighbours=options.neighbours,
+            lam=options.score_lambda,
+            surf_limit=surf_limit,
+            decoy_pool=decoy_pool,
+            sample=sample,
+            exact_search=len(corpus) <= options.index_exact_limit,
+            own_caption_rule=options.own_caption_rule,
+        )
+    if "closed_sets" in strategy.invariants:
+        for split in SPLITS:
+            check_closed_sets(rows[split])
     with open(os.path.join(output, "statistics.json")) as handle:
         statistics = json.load(handle)
     for split in SPLITS:
         assert statistics["splits"][split]["instances"] == len(rows[split])
         assert statistics["splits"][split]["images"] == len({r["image_id"] for r in rows[split]})
+    assert set(statistics["validity"]) == {f"validity/{rule}" for rule in RULES}
     skipped = sum(statistics["skipped"].values())
     drops = sum(v for k, v in statistics["skipped"].items() if k.startswith("decoys/"))
-    assert len(every) + drops == len(corpus)
+    assert len({row["target_caption_id"] for row in every}) + drops == len(corpus)
     assert skipped >= drops
     assert not glob.glob(os.path.join(output, "*", "beam-temp-*")), "temporary files left"
     with open(os.path.join(output, "manifest.json")) as handle:
         manifest = json.load(handle)
-    assert manifest["options"]["neighbours"] == neighbours
+    assert manifest["options"]["neighbours"] == options.neighbours
     assert all(len(entry["sha256"]) == 64 for entry in manifest["inputs"])
     return rows
+
+
+def check_closed_sets(rows: list[dict]) -> None:
+    """Instances come in sets: five instances share one option set, each member the target once.
+
+    So any function of the option texts alone is right on exactly one instance of each set.
+    """
+    by_set: dict[frozenset, list[dict]] = {}
+    for row in rows:
+        by_set.setdefault(frozenset(row["option_caption_ids"]), []).append(row)
+    for members in by_set.values():
+        assert len(members) == 5, [row["example_id"] for row in members]
+        assert {row["target_caption_id"] for row in members} == set(
+            members[0]["option_caption_ids"]
+        )
+        assert len({row["image_id"] for row in members}) == 5
+        assert len({frozenset(row["options"]) for row in members}) == 1

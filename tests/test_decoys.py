@@ -1,6 +1,7 @@
 import numpy as np
 
-from transforms.decoys import score, select_decoys
+from transforms.strategies.mcic import by_score
+from transforms.strategies.scoring import score
 
 
 def test_score_is_zero_at_and_above_the_surface_limit():
@@ -18,19 +19,12 @@ def test_lambda_one_is_pure_pv_and_zero_is_pure_surface():
     assert score(sim_pv, sim_surf, lam=0.0, limit=0.5)[0] == 0.2
 
 
-def test_selection_sorts_by_score_and_breaks_ties_by_lower_caption_row():
+def test_algorithm_1_prefers_by_score_and_breaks_ties_by_lower_caption_row():
     scores = np.array([0.3, 0.5, 0.3, 0.3, 0.5, 0.0, -0.1])
     candidates = np.array([40, 30, 10, 20, 35, 1, 2])
-    positions = select_decoys(scores, candidates)
-    assert candidates[positions].tolist() == [30, 35, 10, 20]
+    assert candidates[by_score(scores, candidates)].tolist() == [30, 35, 10, 20, 40]
 
 
-def test_fewer_than_four_positive_scores_drops_the_instance():
-    scores = np.array([0.5, 0.4, 0.3, 0.0, -0.2])
-    assert select_decoys(scores, np.arange(5)) is None
-
-
-def test_missing_candidates_are_never_chosen():
-    scores = np.array([0.9, 0.8, 0.7, 0.6, 0.5])
-    assert select_decoys(scores, np.array([5, -1, 7, 8, 9])).tolist() == [0, 2, 3, 4]
-    assert select_decoys(scores, np.array([5, -1, -1, 8, 9])) is None
+def test_non_positive_scores_and_missing_candidates_are_never_preferred():
+    scores = np.array([0.9, 0.8, 0.7, 0.0, -0.5])
+    assert by_score(scores, np.array([5, -1, 7, 8, 9])).tolist() == [0, 2]

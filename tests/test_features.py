@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from transforms.errors import InputError
-from transforms.features import (
+from transforms.trainer.features import (
     ConceptImages,
     build_lexicon,
     match_images,

@@ -12,7 +12,7 @@ from google.cloud import storage
 from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
 from pipelines.versions import completed_dataset
-from tests.conftest import SMALL
+from tests.conftest import SMALL, SMALL_MCIC
 from tests.dataset_checks import check_dataset
 from tests.gcs_emulator import PROJECT, gcs_servers
 from tests.version_checks import failure_after_a_train_shard, version_files
@@ -51,7 +51,7 @@ def test_generate_reads_gcs_and_writes_the_local_runs_bytes_to_gcs(
     gcs, corpus_in_bucket, small_dataset, tmp_path
 ):
     client, _ = gcs
-    options = GenerateOptions(input=corpus_in_bucket, output=f"gs://{BUCKET}/mcic", **SMALL)
+    options = GenerateOptions(input=corpus_in_bucket, output=f"gs://{BUCKET}/mcic", **SMALL_MCIC)
     version = run(options).version
     local_directory, _ = small_dataset
     assert version.name == pathlib.Path(local_directory).name  # same content, same version

@@ -1,7 +1,7 @@
 import faiss
 import numpy as np
 
-from transforms.index import IndexConfig, build_index, deserialize, serialize
+from transforms.corpus.index import IndexConfig, build_index, deserialize, serialize
 
 
 def _clustered(count=4000, dim=16, clusters=40, seed=0):

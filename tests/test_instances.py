@@ -2,7 +2,7 @@ from collections import Counter
 
 from schemas.instance import mcic_line, parse_mcic_line
 from schemas.records import Caption, Decoy, Selection
-from transforms.instances import build_instance, option_permutation
+from transforms.dataset.instances import build_instance, option_permutation
 
 
 def _selection(example_id="7_0"):

@@ -5,7 +5,7 @@ import pytest
 
 from pipelines.options import TrainOptions
 from schemas.examples import TEXT_FEATURES, Batch
-from transforms.models import (
+from transforms.trainer.models import (
     FITTERS,
     accuracy,
     cross_entropy,

@@ -3,7 +3,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from schemas.records import SKIPPED, RawCaption
-from transforms.normalize import MAX_TOKENS, NormalizeCaptions, normalize_caption
+from transforms.corpus.normalize import MAX_TOKENS, NormalizeCaptions, normalize_caption
 
 
 def test_lowercases_and_keeps_only_letters():

@@ -5,6 +5,7 @@ import pytest
 
 from pipelines.options import TABLES, GenerateOptions, TrainOptions, markdown_table, parse_options
 from transforms.errors import InputError
+from transforms.strategies.registry import strategy_table
 
 README = os.path.join(os.path.dirname(__file__), "..", "README.md")
 
@@ -15,6 +16,13 @@ def test_readme_documents_every_option_with_its_default(options_type):
         readme = handle.read()
     for row in markdown_table(options_type).splitlines()[2:]:
         assert row in readme, f"README is missing the option row: {row}"
+
+
+def test_readme_lists_every_decoy_strategy():
+    with open(README, encoding="utf-8") as handle:
+        readme = handle.read()
+    for row in strategy_table().splitlines():
+        assert row in readme, f"README is missing the strategy row: {row}"
 
 
 def test_flags_parse_into_options_and_leave_beam_flags_alone():

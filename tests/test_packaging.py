@@ -30,7 +30,7 @@ def _imported_modules() -> set[str]:
     """Top-level modules the worker code imports, two levels deep (``google.protobuf``)."""
     modules = set()
     for package in PACKAGES:
-        for path in (ROOT / package).glob("*.py"):
+        for path in (ROOT / package).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Import):
                     modules.update(alias.name for alias in node.names)

@@ -1,7 +1,7 @@
 import numpy as np
 
-from transforms.paragraph_vectors import PVConfig, train_paragraph_vectors, unit_vectors
-from transforms.synthetic import images
+from transforms.corpus.paragraph_vectors import PVConfig, train_paragraph_vectors, unit_vectors
+from transforms.corpus.synthetic import images
 
 CONFIG = PVConfig(dim=32, epochs=5, min_count=1, hs=1, negative=0, seed=11, workers=1)
 

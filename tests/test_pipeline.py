@@ -50,7 +50,8 @@ def test_statistics_count_every_caption(small_dataset):
 def test_random_decoys_are_drawn_uniformly_from_other_images(random_dataset, mcic_dataset):
     from pipelines.options import GenerateOptions
     from tests.dataset_checks import read_parquet
-    from transforms.neighbours import draw, load_searchable
+    from transforms.corpus.neighbours import load_searchable
+    from transforms.strategies.random_decoys import draw
 
     rows = [
         row for split in ("train", "dev", "test") for row in read_parquet(random_dataset, split)

@@ -6,9 +6,9 @@ import re
 import pytest
 
 from pipelines.generate import main
+from transforms.corpus.read import expand_inputs, parse_captions
 from transforms.errors import InputError
 from transforms.files import read_file
-from transforms.read import expand_inputs, parse_captions
 
 COCO = {
     "images": [
@@ -133,7 +133,7 @@ def test_cli_reports_a_corpus_too_small_for_n_in_one_line(
     code, err = _run_cli(capsys, *args)
     assert code == 2
     last = err.strip().splitlines()[-1]
-    assert re.match(r"error: the corpus has \d+ captions, so image \d+ has only", last)
+    assert re.match(r"error: the (corpus|train split) has \d+ captions, so image \d+ has", last)
     assert last.endswith("fewer than --neighbours 5000: lower --neighbours or add captions")
 
 

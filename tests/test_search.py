@@ -12,7 +12,7 @@ from pipelines.generate import run
 from pipelines.optimize import run_search
 from pipelines.options import GenerateOptions
 from tests.conftest import COCO_VAL2017
-from transforms.search import (
+from transforms.search.optimize import (
     mgs_rank,
     neighbourhoods_within,
     rerank_positions,
@@ -135,8 +135,8 @@ def test_coco_val2017_search_beats_the_papers_setting(tmp_path):
 def test_a_sampled_search_keeps_the_smallest_key_images_and_is_not_reused():
     from pipelines.generate import with_search_winners
     from schemas.records import Caption
-    from transforms.search import search_corpus
-    from transforms.split import image_key
+    from transforms.corpus.split import image_key
+    from transforms.search.optimize import search_corpus
 
     captions = [
         Caption(

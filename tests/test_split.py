@@ -3,7 +3,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that
 
 from schemas.records import Caption
-from transforms.split import AssignSplits, held_out_splits, image_key
+from transforms.corpus.split import AssignSplits, held_out_splits, image_key
 
 
 def test_image_key_is_stable_and_seeded():

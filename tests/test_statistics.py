@@ -1,7 +1,7 @@
 import pyarrow as pa
 
 from schemas.records import Skip
-from transforms.statistics import compute_statistics, describe, table_one
+from transforms.dataset.statistics import compute_statistics, describe, table_one
 
 
 def _table(image_ids, scores):
@@ -22,7 +22,7 @@ def test_counts_images_instances_and_skips_per_split():
         "train": _table(["2"], [[0.9] * 4]),
     }
     skips = [Skip("decoys/too_few", "c9", "dev"), Skip("normalize/empty_caption", "c1")]
-    statistics = compute_statistics(instances, skips)
+    statistics = compute_statistics(instances, skips, {"validity/same_image": 3})
     assert statistics["splits"]["dev"] == {
         "images": 1,
         "instances": 2,
@@ -35,6 +35,8 @@ def test_counts_images_instances_and_skips_per_split():
     assert score["count"] == 12
     assert abs(score["mean"] - (1.0 + 2.0 + 3.6) / 12) < 1e-12
     assert (score["min"], score["max"]) == (0.1, 0.9)
+    assert statistics["validity"]["validity/same_image"] == 3
+    assert statistics["validity"]["validity/repeats_an_option"] == 0
     assert "dev" in table_one(statistics)
 
 

@@ -8,8 +8,8 @@ import pytest
 from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
 from tests.conftest import COCO_VAL2017
-from transforms.normalize import normalize_caption
-from transforms.surface import encode_ngrams, sim_surf_batch
+from transforms.corpus.normalize import normalize_caption
+from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 
 
 def nltk_reference(candidate, target):

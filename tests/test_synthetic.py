@@ -1,7 +1,7 @@
 import json
 
-from transforms.read import parse_captions
-from transforms.synthetic import coco_document, images
+from transforms.corpus.read import parse_captions
+from transforms.corpus.synthetic import coco_document, images
 
 
 def test_deterministic_and_a_prefix_of_larger_corpora():

@@ -14,7 +14,7 @@ import pytest
 from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
 from pipelines.versions import COMPLETE_FILE, completed_dataset, version_name
-from tests.conftest import SMALL
+from tests.conftest import SMALL, SMALL_MCIC
 from tests.dataset_checks import check_dataset
 from tests.version_checks import failure_after_a_train_shard, version_files
 from transforms.errors import InputError
@@ -51,7 +51,7 @@ def test_rerun_is_up_to_date_and_force_writes_an_identical_new_version(small_dat
     root = os.path.dirname(first)
     assert completed_dataset(root) == first
     args = ["--input", options.input, "--output", root]
-    args += [f"--{name}={value}" for name, value in SMALL.items()]
+    args += [f"--{name}={value}" for name, value in SMALL_MCIC.items()]
     assert main(args) == 0
     assert capsys.readouterr().out.startswith(f"up to date: {first}")
     assert main([*args, "--force", "--direct_num_workers", "2"]) == 0

@@ -4,8 +4,8 @@ import random
 import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 
-from transforms.corpus import CorpusRef
-from transforms.write import Format, WriteShards, shard_count, shard_of, text_bytes
+from transforms.corpus.store import CorpusRef
+from transforms.dataset.write import Format, WriteShards, shard_count, shard_of, text_bytes
 
 LINES = Format("lines", ".txt", text_bytes)
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import pytest
 
-import transforms.write
+import transforms.dataset.write
 from pipelines.versions import COMPLETE_FILE
 
 # Written by every run, with times in them; the dataset is the rest.
@@ -27,7 +27,7 @@ def version_files(directory: str) -> dict[str, str]:
 @contextmanager
 def failure_after_a_train_shard() -> Iterator[None]:
     """Runs inside fail late: once a train shard's files are written (in-process runner)."""
-    write_shard = transforms.write.write_shard
+    write_shard = transforms.dataset.write.write_shard
 
     def fail_after_writing(shard_and_records, **kwargs):
         paths = write_shard(shard_and_records, **kwargs)
@@ -36,5 +36,5 @@ def failure_after_a_train_shard() -> Iterator[None]:
         return paths
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(transforms.write, "write_shard", fail_after_writing)
+        patch.setattr(transforms.dataset.write, "write_shard", fail_after_writing)
         yield

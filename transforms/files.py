@@ -1,5 +1,6 @@
 """Whole-file reads and writes through Beam's filesystems (local paths, gs://, ...)."""
 
+import json
 import re
 import uuid
 
@@ -78,3 +79,8 @@ def check_writable(directory: str) -> None:
             FileSystems.delete([probe])
     except Exception as error:  # each filesystem raises its own type
         raise InputError(f"{directory}: cannot write there: {storage_problem(error)}") from error
+
+
+def write_json(path: str, value: dict) -> str:
+    write_file(path, json.dumps(value, indent=2, sort_keys=True).encode("utf-8"))
+    return path

@@ -43,7 +43,9 @@ RELATIVE_TEXT_FEATURES = ("length", "hub_bleu", "hub_pv")
 def answers(scores: np.ndarray) -> np.ndarray:
     """The chosen option per instance; ties go to the first option.
 
-    Options are shuffled per instance, so the tie-break favours no label.
+    Examples hold their options in text order (``features.build_example``), so a
+    tie goes to the alphabetically first text: a function of the option texts
+    answers an option set alike whatever order the instance stored it in.
     """
     return np.argmax(scores, axis=1)
 

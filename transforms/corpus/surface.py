@@ -115,31 +115,44 @@ def encode_ngrams(captions: Sequence[Sequence[str]]) -> NgramTable:
 
 
 @numba.njit(nogil=True, cache=True)
+def load_reference(ids, offsets, reference, scratch):
+    """Counts the reference's n-grams into ``scratch`` (undo with :func:`unload_reference`)."""
+    for k in range(offsets[reference, 0], offsets[reference, MAX_ORDER]):
+        scratch[ids[k]] += 1
+
+
+@numba.njit(nogil=True, cache=True)
+def unload_reference(ids, offsets, reference, scratch):
+    for k in range(offsets[reference, 0], offsets[reference, MAX_ORDER]):
+        scratch[ids[k]] = 0
+
+
+@numba.njit(nogil=True, cache=True)
+def loaded_sim_surf(ids, ranks, offsets, lengths, candidate, scratch):
+    """simSURF of ``candidate`` against the reference loaded into ``scratch``."""
+    log_sum = 0.0
+    for n in range(MAX_ORDER):
+        total = lengths[candidate] - n
+        matched = 0
+        for k in range(offsets[candidate, n], offsets[candidate, n + 1]):
+            if ranks[k] <= scratch[ids[k]]:
+                matched += 1
+        if matched == 0:
+            return 0.0
+        log_sum += np.log(matched / total)
+    return np.exp(log_sum / MAX_ORDER)
+
+
+@numba.njit(nogil=True, cache=True)
 def _sim_surf_kernel(ids, ranks, offsets, lengths, targets, candidates, scratch, out):
     for b in range(targets.shape[0]):
-        target = targets[b]
-        for k in range(offsets[target, 0], offsets[target, MAX_ORDER]):
-            scratch[ids[k]] += 1
+        load_reference(ids, offsets, targets[b], scratch)
         for j in range(candidates.shape[1]):
             candidate = candidates[b, j]
             out[b, j] = 0.0
-            if candidate < 0:
-                continue
-            log_sum = 0.0
-            for n in range(MAX_ORDER):
-                total = lengths[candidate] - n
-                matched = 0
-                for k in range(offsets[candidate, n], offsets[candidate, n + 1]):
-                    if ranks[k] <= scratch[ids[k]]:
-                        matched += 1
-                if matched == 0:
-                    log_sum = -np.inf
-                    break
-                log_sum += np.log(matched / total)
-            if log_sum > -np.inf:
-                out[b, j] = np.exp(log_sum / MAX_ORDER)
-        for k in range(offsets[target, 0], offsets[target, MAX_ORDER]):
-            scratch[ids[k]] = 0
+            if candidate >= 0:
+                out[b, j] = loaded_sim_surf(ids, ranks, offsets, lengths, candidate, scratch)
+        unload_reference(ids, offsets, targets[b], scratch)
 
 
 def sim_surf_batch(

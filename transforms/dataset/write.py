@@ -30,9 +30,9 @@ from apache_beam.metrics import Metrics
 
 from schemas.instance import ARROW_SCHEMA, mcic_line
 from schemas.tf_example import tfrecord_frame, to_tf_example
-from transforms.corpus import CorpusRef
+from transforms.corpus.split import SPLITS
+from transforms.corpus.store import CorpusRef
 from transforms.files import write_file
-from transforms.split import SPLITS
 
 SHARD_CAPTIONS = 20_000  # default shard size: one file per this many captions of the split
 

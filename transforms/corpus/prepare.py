@@ -3,9 +3,9 @@
 import apache_beam as beam
 
 from schemas.records import SKIPPED
-from transforms.normalize import NormalizeCaptions
-from transforms.read import ReadCaptions
-from transforms.split import AssignSplits
+from transforms.corpus.normalize import NormalizeCaptions
+from transforms.corpus.read import ReadCaptions
+from transforms.corpus.split import AssignSplits
 
 
 class PrepareCaptions(beam.PTransform):

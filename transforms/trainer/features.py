@@ -41,11 +41,11 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
 from schemas.examples import TEXT_FEATURES, Example
-from transforms.audits import hub_scores
-from transforms.corpus import Corpus, load_corpus
+from transforms.corpus.store import Corpus, load_corpus
+from transforms.corpus.surface import sim_surf_batch
 from transforms.errors import InputError
 from transforms.files import read_file
-from transforms.surface import sim_surf_batch
+from transforms.trainer.audits import hub_scores
 
 _CLOSED_CLASS_WORDS = """
     a an the this that these those some any each every both either neither no another other
@@ -272,9 +272,16 @@ def text_features(
 def build_example(
     instance: dict, space: FeatureSpace, seen: frozenset, scratch: np.ndarray
 ) -> Example:
-    """``seen``: the option texts of the train split (the novelty guess's memory)."""
+    """``seen``: the option texts of the train split (the novelty guess's memory).
+
+    The example holds the options in text order, not the file's shuffled order:
+    every text-only function then sees an option set the same way in each of
+    its instances, and ties go to the same text (what closed sets rely on).
+    """
+    order = sorted(range(len(instance["options"])), key=instance["options"].__getitem__)
+    texts = [instance["options"][k] for k in order]
     try:
-        rows = [space.row_of[cid] for cid in instance["option_caption_ids"]]
+        rows = [space.row_of[instance["option_caption_ids"][k]] for k in order]
     except KeyError as missing:
         raise InputError(
             f"{space.config.dataset}: instance {instance['example_id']}: option caption {missing} "
@@ -283,16 +290,16 @@ def build_example(
     return Example(
         example_id=instance["example_id"],
         split=instance["split"],
-        label=int(instance["label"]),
+        label=order.index(int(instance["label"])),
         image=space.images.vector(instance),
         options=space.corpus.embeddings[rows] @ space.caption_projection,
-        text=text_features(space, rows, instance["options"], seen, scratch),
+        text=text_features(space, rows, texts, seen, scratch),
     )
 
 
 @dataclass(frozen=True)
 class SharedFeatureSpace:
-    """The one feature space of a worker process (as ``transforms.neighbours.SharedCorpus``)."""
+    """The one feature space of a worker process (as ``neighbours.SharedCorpus``)."""
 
     shared: Shared
     config: FeatureConfig

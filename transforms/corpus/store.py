@@ -7,6 +7,7 @@ worker (``ToList``), trains the model there and writes the corpus to files:
     <output>/corpus/captions.parquet   caption table, rows in caption-id order
     <output>/corpus/embeddings.npy     unit PV vectors, one row per caption
     <output>/corpus/ngrams.npz         n-gram table for simSURF
+    <output>/corpus/own_closeness.npy  per caption: mean simPV to its image's other captions
     <output>/pv/doc2vec.model          the trained gensim model
 
 Only the directory's path travels through the graph. Each worker process loads
@@ -33,18 +34,18 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from schemas.records import Caption, caption_order
-from transforms.errors import InputError
-from transforms.files import read_file, write_file
-from transforms.paragraph_vectors import (
+from transforms.corpus.paragraph_vectors import (
     PVConfig,
     load_model,
     save_model,
     train_paragraph_vectors,
     unit_vectors,
 )
+from transforms.corpus.split import SPLITS
+from transforms.corpus.surface import NgramTable, encode_ngrams
+from transforms.errors import InputError
+from transforms.files import read_file, write_file
 from transforms.progress import timed
-from transforms.split import SPLITS
-from transforms.surface import NgramTable, encode_ngrams
 
 CAPTION_COLUMNS = Caption._fields
 DECOY_POOLS = ("all", "split")
@@ -67,6 +68,10 @@ class Corpus:
     image_of: np.ndarray  # int64 dense image index, per row
     embeddings: np.ndarray | None  # float32 (rows, dim), unit length; None once indexed
     ngrams: NgramTable
+    own_closeness: np.ndarray  # float32 per row: mean simPV to the other captions of its image
+    text_id: np.ndarray  # int64 per row: equal ids <=> equal normalised text
+    image_rows: np.ndarray  # int64: rows grouped by image, image k's at image_offsets[k:k + 2]
+    image_offsets: np.ndarray  # int64 (images + 1,)
 
     def __len__(self) -> int:
         return len(self.split_of)
@@ -110,17 +115,60 @@ def check_pool_size(captions: list[Caption], neighbours: int, decoy_pool: str) -
             )
 
 
+def own_closeness(embeddings: np.ndarray, image_of: np.ndarray) -> np.ndarray:
+    """Each caption's mean simPV to the other captions of its image (NaN if it has none).
+
+    A decoy closer to the target than that describes the target's image about as well as
+    the image's own captions do (``transforms/strategies/validity.py``).
+
+    >>> vectors = np.array([[1, 0], [0.6, 0.8], [0, 1]], dtype=np.float32)
+    >>> own_closeness(vectors, np.array([0, 0, 1])).astype(float).round(2).tolist()
+    [0.6, 0.6, nan]
+    """
+    sums = np.zeros((int(image_of.max()) + 1, embeddings.shape[1]), dtype=np.float64)
+    np.add.at(sums, image_of, embeddings)
+    counts = np.bincount(image_of)[image_of]
+    own = np.einsum("rd,rd->r", sums[image_of], embeddings) - np.einsum(
+        "rd,rd->r", embeddings, embeddings
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (own / (counts - 1)).astype(np.float32)
+
+
 def make_corpus(
-    captions: dict[str, list[str]], embeddings: np.ndarray, ngrams: NgramTable
+    captions: dict[str, list[str]],
+    embeddings: np.ndarray | None,
+    ngrams: NgramTable,
+    closeness: np.ndarray | None = None,
 ) -> Corpus:
+    """``closeness``: :func:`own_closeness`, computed from ``embeddings`` when not given."""
     _, image_of = np.unique(captions["image_id"], return_inverse=True)
+    _, text_id = np.unique(
+        np.asarray(captions["text"], dtype=object).astype(str), return_inverse=True
+    )
+    image_rows = np.argsort(image_of, kind="stable")
+    image_offsets = np.concatenate(([0], np.cumsum(np.bincount(image_of))))
     return Corpus(
         captions=captions,
         split_of=np.asarray([SPLITS.index(s) for s in captions["split"]], dtype=np.int8),
         image_of=image_of.astype(np.int64),
         embeddings=embeddings,
         ngrams=ngrams,
+        own_closeness=own_closeness(embeddings, image_of) if closeness is None else closeness,
+        text_id=text_id.astype(np.int64),
+        image_rows=image_rows.astype(np.int64),
+        image_offsets=image_offsets.astype(np.int64),
     )
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def read_npy(path: str) -> np.ndarray:
+    return np.load(io.BytesIO(read_file(path)))
 
 
 def write_corpus(corpus: Corpus, model, output: str) -> CorpusRef:
@@ -128,9 +176,7 @@ def write_corpus(corpus: Corpus, model, output: str) -> CorpusRef:
     table = pa.table({name: corpus.captions[name] for name in CAPTION_COLUMNS})
     with FileSystems.create(FileSystems.join(directory, "captions.parquet")) as handle:
         pq.write_table(table, handle)
-    embeddings = io.BytesIO()
-    np.save(embeddings, corpus.embeddings)
-    write_file(FileSystems.join(directory, "embeddings.npy"), embeddings.getvalue())
+    write_file(FileSystems.join(directory, "embeddings.npy"), npy_bytes(corpus.embeddings))
     ngrams = io.BytesIO()
     np.savez(
         ngrams,
@@ -141,6 +187,7 @@ def write_corpus(corpus: Corpus, model, output: str) -> CorpusRef:
         vocab_size=np.int64(corpus.ngrams.vocab_size),
     )
     write_file(FileSystems.join(directory, "ngrams.npz"), ngrams.getvalue())
+    write_file(FileSystems.join(directory, "own_closeness.npy"), npy_bytes(corpus.own_closeness))
     save_model(model, FileSystems.join(output, "pv", "doc2vec.model"))
     split_sizes = np.bincount(corpus.split_of, minlength=len(SPLITS))
     return CorpusRef(directory, len(corpus), dict(zip(SPLITS, split_sizes.tolist(), strict=True)))
@@ -157,9 +204,7 @@ def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
     ngrams = np.load(io.BytesIO(read_file(FileSystems.join(directory, "ngrams.npz"))))
     corpus = make_corpus(
         {name: table.column(name).to_pylist() for name in CAPTION_COLUMNS},
-        np.load(io.BytesIO(read_file(FileSystems.join(directory, "embeddings.npy"))))
-        if embeddings
-        else None,
+        read_npy(FileSystems.join(directory, "embeddings.npy")) if embeddings else None,
         NgramTable(
             ids=ngrams["ids"],
             ranks=ngrams["ranks"],
@@ -167,6 +212,7 @@ def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
             lengths=ngrams["lengths"],
             vocab_size=int(ngrams["vocab_size"]),
         ),
+        read_npy(FileSystems.join(directory, "own_closeness.npy")),
     )
     logging.info("loaded corpus of %d captions from %s", len(corpus), directory)
     return corpus

@@ -1,22 +1,11 @@
 """Instances: target + 4 decoys, shuffled by a permutation seeded per example."""
 
-import hashlib
-
 import apache_beam as beam
 import numpy as np
 
 from schemas.instance import NUM_OPTIONS
 from schemas.records import Selection
-
-
-def keyed_rng(seed: int, key: str) -> np.random.Generator:
-    """A random stream that depends only on (seed, key).
-
-    One stream per record (not one per run) keeps results independent of how
-    the runner batches or orders records.
-    """
-    digest = hashlib.blake2b(f"{seed}:{key}".encode(), digest_size=8).digest()
-    return np.random.default_rng(int.from_bytes(digest, "big"))
+from transforms.seeds import keyed_rng
 
 
 def option_permutation(seed: int, example_id: str) -> np.ndarray:

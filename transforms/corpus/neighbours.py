@@ -7,7 +7,9 @@ in the pool, and dropping same-image hits: whenever the pool has ``N``
 captions of other images, exactly ``N`` candidates come back.
 """
 
+import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -17,13 +19,11 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
-from schemas.instance import NUM_OPTIONS
-from transforms import index as faiss_index
-from transforms.corpus import Corpus, CorpusRef, load_corpus
+from transforms.corpus import index as faiss_index
+from transforms.corpus.split import SPLITS
+from transforms.corpus.store import Corpus, CorpusRef, load_corpus
 from transforms.files import read_file, write_file
-from transforms.instances import keyed_rng
 from transforms.progress import Progress, timed
-from transforms.split import SPLITS
 
 
 class Neighbourhood(NamedTuple):
@@ -144,73 +144,31 @@ def search(
     return candidates, sim_pv
 
 
-def draw(
-    corpus: Corpus, pool: Pool, targets: np.ndarray, count: int, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(candidates, sim_pv) like :func:`search`, but ``count`` captions of other images
-    drawn uniformly from the pool: the random decoys of Visual Madlibs' "easy" task.
-
-    Each target's draw depends only on (seed, its caption id).
-    """
-    candidates = np.full((len(targets), count), -1, dtype=np.int64)
-    for b, target in enumerate(targets):
-        rng = keyed_rng(seed, f"random decoys of {corpus.captions['caption_id'][target]}")
-        drawn = draw_others(corpus, pool, int(target), count, rng)
-        candidates[b, : len(drawn)] = drawn
-    local = np.searchsorted(pool.rows, np.maximum(candidates, 0)).ravel()
-    vectors = pool.index.reconstruct_batch(local).reshape(*candidates.shape, -1)
-    queries = pool.index.reconstruct_batch(np.searchsorted(pool.rows, targets))
-    sims = np.einsum("bkd,bd->bk", vectors, queries)
-    return candidates, np.where(candidates >= 0, sims, 0.0).astype(np.float64)
-
-
-def draw_others(
-    corpus: Corpus, pool: Pool, target: int, count: int, rng: np.random.Generator, rounds: int = 50
-) -> list[int]:
-    """Up to ``count`` distinct pool rows, uniformly, from other images and with other text.
-
-    A caption of another image with the target's very text would make the
-    instance unanswerable. Drawing with replacement and rejecting is uniform
-    over the eligible rows and costs O(count) per target, not O(pool).
-    """
-    text = corpus.captions["text"]
-    chosen: list[int] = []
-    for _ in range(rounds):
-        for row in pool.rows[rng.integers(len(pool.rows), size=4 * count)].tolist():
-            eligible = corpus.image_of[row] != corpus.image_of[target] and text[row] != text[target]
-            if eligible and row not in chosen:
-                chosen.append(row)
-                if len(chosen) == count:
-                    return chosen
-    return chosen
-
-
 def shard_ranges(ref: CorpusRef, shard_size: int):
     for start in range(0, ref.size, shard_size):
         yield ref.directory, start, min(start + shard_size, ref.size)
 
 
+Finder = Callable[[Corpus, Pool, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def top_neighbours(neighbours: int) -> Finder:
+    """The finder of Algorithm 1: the top-``neighbours`` captions of other images by simPV."""
+    return functools.partial(search, neighbours=neighbours)
+
+
 class FindNeighbourhoods(beam.PTransform):
     """CorpusRef -> Neighbourhood batches, in parallel over shards of targets.
 
-    The index is built once, on one worker (``BuildIndex``); the search runs
-    on every worker, each process loading the index once. With ``decoys``
-    "random", each target's candidates are instead 4 captions drawn at random
-    (:func:`draw`, seeded by ``seed``); the index then only serves vectors.
+    The index is built once, on one worker (``BuildIndex``); ``find`` runs on
+    every worker, each process loading the corpus and index once. It maps
+    (corpus, pool, targets) to (candidates, simPV): :func:`top_neighbours`, or
+    a strategy's own (random draws use the index only for vectors).
     """
 
-    def __init__(
-        self,
-        *,
-        corpus: SharedCorpus,
-        neighbours: int,
-        shard_size: int,
-        batch_size: int,
-        decoys: str = "mcic",
-        seed: int = 0,
-    ):
+    def __init__(self, *, corpus: SharedCorpus, find: Finder, shard_size: int, batch_size: int):
         super().__init__()
-        self._search = _SearchShard(corpus, neighbours, batch_size, decoys, seed)
+        self._search = _SearchShard(corpus, find, batch_size)
         self._pool, self._index, self._shard_size = corpus.decoy_pool, corpus.index, shard_size
 
     def expand(self, corpus_ref):
@@ -224,11 +182,8 @@ class FindNeighbourhoods(beam.PTransform):
 
 
 class _SearchShard(beam.DoFn):
-    def __init__(
-        self, corpus: SharedCorpus, neighbours: int, batch_size: int, decoys: str, seed: int
-    ):
-        self._corpus, self._neighbours, self._batch_size = corpus, neighbours, batch_size
-        self._random, self._seed = decoys == "random", seed
+    def __init__(self, corpus: SharedCorpus, find: Finder, batch_size: int):
+        self._corpus, self._find, self._batch_size = corpus, find, batch_size
         self._progress = None
 
     def process(self, shard: tuple[str, int, int]):
@@ -240,10 +195,6 @@ class _SearchShard(beam.DoFn):
             for first in range(0, len(rows), self._batch_size):
                 targets = rows[first : first + self._batch_size]
                 with timed("neighbourhoods", "search"):
-                    candidates, sim_pv = (
-                        draw(searchable.corpus, pool, targets, NUM_OPTIONS - 1, self._seed)
-                        if self._random
-                        else search(searchable.corpus, pool, targets, self._neighbours)
-                    )
+                    candidates, sim_pv = self._find(searchable.corpus, pool, targets)
                 self._progress.advance(len(targets))
                 yield Neighbourhood(directory, targets, candidates, sim_pv)

@@ -24,19 +24,19 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import Caption
-from transforms.corpus import sorted_captions
-from transforms.decoys import score
-from transforms.errors import InputError
-from transforms.paragraph_vectors import (
+from transforms.corpus.paragraph_vectors import (
     PVConfig,
     load_model,
     save_model,
     train_paragraph_vectors,
     unit_vectors,
 )
+from transforms.corpus.split import image_key
+from transforms.corpus.store import sorted_captions
+from transforms.corpus.surface import NgramTable, encode_ngrams, sim_surf_batch
+from transforms.errors import InputError
 from transforms.progress import timed
-from transforms.split import image_key
-from transforms.surface import NgramTable, encode_ngrams, sim_surf_batch
+from transforms.strategies.scoring import score
 
 CHUNK = 512  # evaluation rows per similarity block: 512 x 25k float32 = 50 MB
 

@@ -25,12 +25,11 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.examples import Batch, Example
-from transforms.audits import AUDITS
 from transforms.errors import InputError
-from transforms.files import write_file
-from transforms.models import FITTERS, Model, TrainConfig, answers
+from transforms.files import write_file, write_json
 from transforms.progress import timed
-from transforms.statistics import write_json
+from transforms.trainer.audits import AUDITS
+from transforms.trainer.models import FITTERS, Model, TrainConfig, answers
 
 FIT_SPLITS = ("train", "dev")
 EVALUATION_SPLITS = ("dev", "test")

@@ -22,10 +22,11 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import Skip
-from transforms.corpus import CorpusRef
-from transforms.files import list_files, read_file, write_file
-from transforms.split import SPLITS
-from transforms.write import Format, WriteShards, shard_count, text_bytes
+from transforms.corpus.split import SPLITS
+from transforms.corpus.store import CorpusRef
+from transforms.dataset.write import Format, WriteShards, shard_count, text_bytes
+from transforms.files import list_files, read_file
+from transforms.strategies.validity import RULES
 
 DECOY_MEASURES = {"sim_pv": "decoy_sim_pv", "sim_surf": "decoy_sim_surf", "score": "decoy_score"}
 HISTOGRAM_EDGES = np.linspace(-1.0, 1.0, 41)
@@ -93,7 +94,10 @@ def describe(values: np.ndarray) -> dict:
     }
 
 
-def compute_statistics(instances: dict[str, pa.Table | None], skips: list[Skip]) -> dict:
+def compute_statistics(
+    instances: dict[str, pa.Table | None], skips: list[Skip], counters: dict[str, int]
+) -> dict:
+    """``counters``: the run's Beam counters, for what no file records (validity rejections)."""
     by_reason = Counter(skip.reason for skip in skips)
     by_split = {split: Counter() for split in SPLITS}
     for skip in skips:
@@ -119,16 +123,12 @@ def compute_statistics(instances: dict[str, pa.Table | None], skips: list[Skip])
             "instances": sum(s["instances"] for s in splits.values()),
         },
         "skipped": dict(sorted(by_reason.items())),
+        "validity": {f"validity/{rule}": counters.get(f"validity/{rule}", 0) for rule in RULES},
         "decoys": {
             name: describe(np.concatenate(parts) if parts else np.zeros(0))
             for name, parts in decoys.items()
         },
     }
-
-
-def write_json(path: str, value: dict) -> str:
-    write_file(path, json.dumps(value, indent=2, sort_keys=True).encode("utf-8"))
-    return path
 
 
 def table_one(statistics: dict) -> str:
@@ -144,6 +144,8 @@ def table_one(statistics: dict) -> str:
     rows.append(f"{'total':<8}{total['images']:>16,}{total['instances']:>14,}")
     for reason, count in statistics["skipped"].items():
         rows.append(f"skipped {reason}: {count:,}")
+    rejected = ", ".join(f"{k.split('/')[1]} {v:,}" for k, v in statistics["validity"].items() if v)
+    rows.append(f"validity rules turned away: {rejected or 'nothing'}")
     for name, values in statistics["decoys"].items():
         if values["count"]:
             rows.append(

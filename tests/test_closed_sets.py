@@ -1,0 +1,96 @@
+"""Closed sets end to end: the guarantee as a property of the written dataset, and its audit."""
+
+import hashlib
+import json
+import os
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from tests.dataset_checks import check_dataset, read_parquet
+from tests.test_train import in_text_order
+
+SPLITS = ("train", "dev", "test")
+
+
+def by_set(rows: list[dict]) -> list[list[dict]]:
+    sets: dict[tuple, list[dict]] = {}
+    for row in rows:
+        sets.setdefault(tuple(sorted(row["option_caption_ids"])), []).append(in_text_order(row))
+    return list(sets.values())
+
+
+def text_only_functions(dataset: str) -> dict:
+    """Functions of the option texts alone, each answering an index into the (sorted) options."""
+    corpus = pq.read_table(os.path.join(dataset, "corpus", "captions.parquet")).to_pylist()
+    row_of = {caption["caption_id"]: row for row, caption in enumerate(corpus)}
+    embeddings = np.load(os.path.join(dataset, "corpus", "embeddings.npy"))
+
+    def hub_pv(row):
+        vectors = embeddings[[row_of[cid] for cid in row["option_caption_ids"]]]
+        return int(np.argmax((vectors @ vectors.T).sum(axis=1)))
+
+    def longest(row):
+        return int(np.argmax([len(option.split()) for option in row["options"]]))
+
+    def hashed(row):
+        digest = hashlib.sha256("|".join(row["options"]).encode()).digest()
+        return digest[0] % 5
+
+    def shortest_word(row):
+        return int(np.argmin([min(map(len, option.split())) for option in row["options"]]))
+
+    return {"hub_pv": hub_pv, "longest": longest, "hash": hashed, "shortest_word": shortest_word}
+
+
+def test_closed_sets_dataset_invariants(closed_sets_dataset):
+    rows = check_dataset(closed_sets_dataset[1], sample=20)
+    assert sum(len(split_rows) for split_rows in rows.values()) > 3000
+
+
+def test_every_text_only_function_is_right_on_exactly_one_instance_of_every_set(
+    closed_sets_dataset,
+):
+    dataset, _ = closed_sets_dataset
+    functions = text_only_functions(dataset)
+    for split in SPLITS:
+        sets = by_set(read_parquet(dataset, split))
+        assert sets
+        for members in sets:
+            for name, answer in functions.items():
+                right = sum(answer(row) == row["label"] for row in members)
+                assert right == 1, (name, [row["example_id"] for row in members])
+
+
+def read_statistics(dataset: str) -> dict:
+    with open(os.path.join(dataset, "statistics.json")) as handle:
+        return json.load(handle)
+
+
+def test_the_learned_audit_and_every_rule_score_exactly_chance(closed_sets_dataset):
+    audit = read_statistics(closed_sets_dataset[0])["text_only_audit"]
+    assert {row["model"] for row in audit["models"]} >= {"Text-FFNN", "Hub by BLEU"}
+    for row in audit["models"]:
+        for split in ("dev", "test"):
+            assert 5 * row[split]["correct"] == row[split]["total"] > 0, row["model"]
+    assert audit["verdict"]["at_chance"]
+    assert audit["verdict"]["line"].startswith("text-only best: 20.0% on test (")
+
+
+def test_the_audit_in_statistics_is_what_the_files_give(mcic_dataset):
+    audit = read_statistics(mcic_dataset)["text_only_audit"]
+    results = {row["model"]: row for row in audit["models"]}
+    for split in ("dev", "test"):
+        rows = [in_text_order(row) for row in read_parquet(mcic_dataset, split)]
+        labels = np.array([row["label"] for row in rows])
+        lengths = np.array([[len(o.split()) for o in row["options"]] for row in rows])
+        correct = int(np.sum(np.argmax(lengths, axis=1) == labels))
+        assert results["Longest option"][split] == {
+            **results["Longest option"][split],
+            "correct": correct,
+            "total": len(rows),
+        }
+    best = max(results.values(), key=lambda row: row["test"]["accuracy"])
+    assert audit["verdict"]["model"] == best["model"]
+    bound = 0.2 + 3 * np.sqrt(0.2 * 0.8 / best["test"]["total"])
+    assert audit["verdict"]["at_chance"] == (best["test"]["accuracy"] <= bound)

@@ -1,0 +1,80 @@
+"""The decoy strategies as composites, on a few inline captions, in the style of Beam's examples."""
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipelines.options import GenerateOptions
+from schemas.records import SKIPPED, Caption
+from transforms.corpus.paragraph_vectors import PVConfig
+from transforms.corpus.store import train_and_write
+from transforms.errors import InputError
+from transforms.strategies.registry import STRATEGIES
+
+TEXTS = [
+    "a man rides a red bike down a steep hill",
+    "a woman holds an umbrella in the rain",
+    "two dogs play with a ball on the grass",
+    "a plate of pasta on a wooden table",
+    "a bus parked by the curb of a city street",
+    "a cat sleeps on a sofa near a window",
+    "a boy flies a kite on the beach",
+    "a train crosses a bridge over a river",
+    "a bowl of fruit on a kitchen counter",
+    "people walk along a busy sidewalk at night",
+]
+
+
+def corpus_ref(directory: str, split: str = "train"):
+    captions = [
+        Caption(str(i), str(i), f"{i}_0", text, f"{i}.jpg", "", split)
+        for i, text in enumerate(TEXTS)
+    ]
+    pv = PVConfig(dim=16, epochs=20, min_count=1, hs=1, negative=0, seed=0, workers=1)
+    return train_and_write(
+        captions, pv=pv, pretrained="", neighbours=9, decoy_pool="split", output=directory
+    )
+
+
+def strategy(name: str, **changes):
+    options = GenerateOptions(
+        input="", output="", decoys=name, neighbours=9, set_neighbours=9, **changes
+    )
+    return STRATEGIES[name](options.strategy_config())
+
+
+def test_closed_sets_make_every_member_the_target_of_its_own_set(tmp_path):
+    ref = corpus_ref(str(tmp_path))
+    with TestPipeline() as pipeline:
+        chosen = pipeline | beam.Create([ref]) | strategy("closed_sets", set_memberships=1)
+        option_sets = chosen["selections"] | beam.Map(
+            lambda s: ",".join(sorted([s.target.caption_id, *(d.caption_id for d in s.decoys)]))
+        )
+        counted = option_sets | beam.combiners.Count.PerElement() | beam.Values()
+        assert_that(counted, equal_to([5, 5]), label="two sets, five instances each")
+        targets = chosen["selections"] | beam.Map(lambda s: s.target.caption_id)
+        assert_that(targets, equal_to([str(i) for i in range(10)]), label="every caption once")
+        assert_that(chosen[SKIPPED], equal_to([]), label="nothing skipped")
+
+
+def test_mcic_and_random_choose_four_distinct_decoys_of_other_images(tmp_path):
+    ref = corpus_ref(str(tmp_path))
+    for name in ("mcic", "random"):
+        with TestPipeline() as pipeline:
+            chosen = pipeline | beam.Create([ref]) | f"{name}" >> strategy(name, decoy_pool="all")
+            checked = chosen["selections"] | beam.Map(
+                lambda s: (
+                    len({d.text for d in s.decoys} - {s.target.text}) == 4
+                    and s.target.image_id not in {d.image_id for d in s.decoys}
+                )
+            )
+            assert_that(checked, equal_to([True] * 10), label=f"{name} decoys")
+
+
+def test_each_strategy_defaults_to_its_own_pool_and_refuses_others():
+    assert {name: strategy(name).config.decoy_pool for name in STRATEGIES} == {
+        name: kind.pools[0] for name, kind in STRATEGIES.items()
+    }
+    with pytest.raises(InputError, match="closed_sets takes --decoy_pool split, not all"):
+        GenerateOptions(input="x", output="y", decoys="closed_sets", decoy_pool="all").validate()

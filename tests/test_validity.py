@@ -1,0 +1,90 @@
+"""Each validity rule on a handful of captions, through the kernels the strategies call."""
+
+import numpy as np
+
+from transforms.corpus.store import make_corpus
+from transforms.corpus.surface import encode_ngrams
+from transforms.strategies.validity import RULES, ValidityRules, choose_valid, pairs_allowed
+
+IMAGE_0 = ["a man rides a red bike down a hill", "a cyclist on a steep road in the sun"]
+OTHERS = [
+    ("1", "a dog sleeps on a couch"),  # row 2: a fair decoy
+    ("2", "a cyclist on a steep road in the sun"),  # row 3: image 0's second caption, word for word
+    ("3", "a cyclist on a steep road in the rain"),  # row 4: near-copy of image 0's second caption
+    ("4", "two cats play with a ball"),  # row 5
+    ("5", "two cats play with a ball"),  # row 6: the same text as row 5
+    ("6", "a plate of food on a table"),  # row 7
+    ("7", "a bus parked by the curb"),  # row 8
+]
+RULES_ON = ValidityRules(limit=0.5, own_caption_rule=False)
+
+
+def corpus():
+    images = ["0", "0"] + [image for image, _ in OTHERS]
+    texts = IMAGE_0 + [text for _, text in OTHERS]
+    n = len(texts)
+    vectors = np.random.default_rng(0).normal(size=(n, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    columns = {
+        "caption_id": [str(i) for i in range(n)],
+        "image_id": images,
+        "example_id": [f"{image}_{i}" for i, image in enumerate(images)],
+        "text": texts,
+        "file_name": [f"{image}.jpg" for image in images],
+        "url": [""] * n,
+        "split": ["train"] * n,
+    }
+    return make_corpus(columns, vectors, encode_ngrams([text.split() for text in texts]))
+
+
+def choose(corpus, candidates, rules=RULES_ON, sim_pv=None, need=4):
+    candidates = np.array([candidates])
+    sim_pv = np.zeros(candidates.shape) if sim_pv is None else np.array([sim_pv])
+    preference = np.arange(candidates.shape[1])[None, :]
+    chosen, rejected = choose_valid(
+        corpus, np.array([0]), candidates, sim_pv, preference, need, rules, corpus.ngrams.scratch()
+    )
+    return candidates[0, chosen[0][chosen[0] >= 0]].tolist(), dict(
+        zip(RULES, rejected.tolist(), strict=True)
+    )
+
+
+def test_each_rule_turns_away_its_candidate_and_counts_it():
+    chosen, rejected = choose(corpus(), [1, 2, 3, 4, 5, 6, 7, 8])
+    assert chosen == [2, 5, 7, 8]
+    assert rejected == {
+        "same_image": 1,  # row 1
+        "copies_a_caption_of_the_image": 1,  # row 3
+        "surface_close_to_the_image": 1,  # row 4: close to image 0's other caption, not the target
+        "closer_than_own_captions": 0,
+        "repeats_an_option": 1,  # row 6 repeats row 5's text
+    }
+
+
+def test_too_few_valid_candidates_leave_the_row_short():
+    chosen, _ = choose(corpus(), [3, 4, 2, 5, 6])
+    assert chosen == [2, 5]
+
+
+def test_the_own_caption_rule_rejects_decoys_closer_than_the_images_captions():
+    data = corpus()
+    own = float(data.own_closeness[0])
+    sim_pv = [own + 0.1, own - 0.1, own, own - 0.2]
+    on = ValidityRules(limit=0.5, own_caption_rule=True)
+    chosen, rejected = choose(data, [2, 5, 7, 8], on, sim_pv)
+    assert chosen == [5, 8] and rejected["closer_than_own_captions"] == 2
+    assert choose(data, [2, 5, 7, 8], RULES_ON, sim_pv)[0] == [2, 5, 7, 8]
+
+
+def test_pairs_are_allowed_only_when_valid_both_ways_round():
+    data = corpus()
+    targets = np.arange(9)
+    candidates = np.tile(np.arange(9), (9, 1))
+    allowed, _ = pairs_allowed(
+        data, targets, candidates, np.zeros((9, 9)), RULES_ON, data.ngrams.scratch()
+    )
+    np.testing.assert_array_equal(allowed, allowed.T)
+    assert not allowed[np.arange(9), np.arange(9)].any()
+    assert not allowed[0, 1] and not allowed[0, 3] and not allowed[0, 4] and not allowed[5, 6]
+    assert allowed[0, 2] and allowed[3, 2] and allowed[5, 7]
+    assert not allowed[3, 4]  # near-copies of each other

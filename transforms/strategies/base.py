@@ -1,0 +1,62 @@
+"""The decoy-strategy interface: how candidates are found, how decoys are chosen, what holds.
+
+A strategy is a PTransform from the corpus (a ``CorpusRef``) to
+``{"selections": Selection, "skipped": Skip}`` (``Reserved`` instead of Selection when
+``config.reserve``: strategies without a guarantee), plus class attributes that
+the options, the README and the dataset invariants read. A new strategy is
+one module with one such class, listed in ``transforms/strategies/registry.py``.
+"""
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
+import apache_beam as beam
+from apache_beam.utils.shared import Shared
+
+from transforms.corpus.index import IndexConfig
+from transforms.corpus.neighbours import SharedCorpus
+from transforms.strategies.validity import ValidityRules
+
+
+@dataclass(frozen=True)
+class StrategyConfig:
+    """What a strategy may read; meanings and defaults live in ``GenerateOptions``."""
+
+    neighbours: int
+    score_lambda: float
+    seed: int
+    decoy_pool: str  # resolved: one of the strategy's pools
+    rules: ValidityRules
+    index: IndexConfig
+    shard_size: int
+    batch_size: int
+    set_neighbours: int  # closed sets: K, the neighbours a set is formed from
+    set_memberships: int  # closed sets: the most sets one caption may belong to
+    adversarial_rounds: int  # > 0: emit Reserved (Selection + reserve) for AdversarialFilter
+    adversarial_reserve: int  # further valid candidates kept per target when rounds > 0
+
+    @property
+    def reserve(self) -> int:
+        """Candidates a strategy keeps beyond the decoys: only adversarial filtering uses them."""
+        return self.adversarial_reserve if self.adversarial_rounds else 0
+
+
+class DecoyStrategy(beam.PTransform):
+    """CorpusRef -> {"selections": Selection, "skipped": Skip}."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]  # --decoys help and the README's strategy table
+    pools: ClassVar[tuple[str, ...]]  # the --decoy_pool values it accepts; the first is its default
+    guarantee: ClassVar[str] = ""  # why no text-only model beats chance, if that holds by design
+    # Checks of tests/dataset_checks.py that hold beyond the validity rules (which always do).
+    invariants: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, config: StrategyConfig):
+        super().__init__()
+        self.config = config
+        self.corpus = SharedCorpus(Shared(), config.decoy_pool, config.index)
+
+    @classmethod
+    def resolve_pool(cls, config: StrategyConfig) -> StrategyConfig:
+        return dataclasses.replace(config, decoy_pool=config.decoy_pool or cls.pools[0])

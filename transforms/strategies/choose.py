@@ -1,0 +1,157 @@
+"""Choosing decoys from each target's candidate list: preference order, then validity.
+
+``mcic`` and ``random`` differ only in how candidates are found and in the
+order they are preferred in; both keep the first four that pass the validity
+rules and record each decoy's simPV, simSURF and Score, best Score first. With
+adversarial filtering on, the walk goes on for ``reserve`` more valid candidates
+(distinct from the decoys and each other), which the filter may swap in.
+"""
+
+from collections.abc import Callable
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.metrics import Metrics
+
+from schemas.records import SKIPPED, Decoy, Reserved, Selection, Skip
+from transforms.corpus.neighbours import Neighbourhood, SharedCorpus
+from transforms.corpus.store import Corpus
+from transforms.corpus.surface import sim_surf_batch
+from transforms.progress import Progress, timed
+from transforms.strategies.scoring import best_first, score
+from transforms.strategies.validity import RejectionCounters, ValidityRules, choose_valid
+
+DECOYS_PER_INSTANCE = 4
+TOO_FEW_VALID = "decoys/fewer_than_4_valid_candidates"
+
+# (scores (N,), candidates (N,)) -> positions in preference order; the skip reason when
+# fewer than four are preferable at all, or None when every candidate is.
+Preference = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def preference_matrix(prefer: Preference, scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Each row's preference order, -1 padded to the candidates' width."""
+    matrix = np.full(candidates.shape, -1, dtype=np.int64)
+    for b in range(len(candidates)):
+        order = prefer(scores[b], candidates[b])
+        matrix[b, : len(order)] = order
+    return matrix
+
+
+def decoy(corpus: Corpus, row: int, sim_pv: float, sim_surf: float, score: float) -> Decoy:
+    caption = corpus.caption(row)
+    return Decoy(caption.caption_id, caption.image_id, caption.text, sim_pv, sim_surf, score)
+
+
+def decoys_at(
+    corpus: Corpus,
+    candidates: np.ndarray,
+    sim_pv: np.ndarray,
+    sim_surf: np.ndarray,
+    scores: np.ndarray,
+    positions: np.ndarray,
+) -> tuple[Decoy, ...]:
+    """The decoys at ``positions`` of one target's candidate row, with their provenance."""
+    return tuple(
+        decoy(
+            corpus,
+            int(candidates[p]),
+            float(sim_pv[p]),
+            float(sim_surf[p]),
+            float(scores[p]),
+        )
+        for p in positions
+    )
+
+
+class ChooseDecoys(beam.PTransform):
+    """Neighbourhood batches -> Selection per target; Skip when fewer than 4 pass.
+
+    ``too_few``: the skip reason when fewer than four candidates are preferable
+    before validity is checked (e.g. Algorithm 1's "positive Score"); instances
+    that lose candidates to the rules are skipped as ``TOO_FEW_VALID``.
+    ``reserve`` > 0: a ``Reserved`` per target instead, with up to that many further
+    valid candidates in preference order (fewer never skip a target).
+    """
+
+    def __init__(
+        self,
+        *,
+        corpus: SharedCorpus,
+        lam: float,
+        rules: ValidityRules,
+        prefer: Preference,
+        too_few: str = TOO_FEW_VALID,
+        reserve: int = 0,
+    ):
+        super().__init__()
+        self._choose = _ChooseDecoys(corpus, lam, rules, prefer, too_few, reserve)
+
+    def expand(self, neighbourhoods):
+        return neighbourhoods | "Choose" >> beam.ParDo(self._choose).with_outputs(
+            SKIPPED, main="selections"
+        )
+
+
+class _ChooseDecoys(beam.DoFn):
+    def __init__(
+        self,
+        corpus: SharedCorpus,
+        lam: float,
+        rules: ValidityRules,
+        prefer,
+        too_few: str,
+        reserve: int,
+    ):
+        self._corpus, self._lam, self._rules = corpus, lam, rules
+        self._prefer, self._too_few_reason, self._reserve = prefer, too_few, reserve
+        self._pairs = Metrics.counter("decoys", "scored_pairs")
+        self._scratch = self._progress = self._rejections = None
+
+    def setup(self):
+        self._rejections = RejectionCounters()
+
+    def process(self, batch: Neighbourhood):
+        corpus = self._corpus.acquire(batch.directory).corpus
+        if self._scratch is None:
+            self._scratch = corpus.ngrams.scratch()  # one per DoFn instance: not thread-safe
+            self._progress = Progress("decoys", "targets", len(corpus))
+        with timed("decoys", "choose"):  # a list, so downstream stages are not timed too
+            outputs = list(self._choose(corpus, batch))
+        self._progress.advance(len(batch.targets))
+        yield from outputs
+
+    def _choose(self, corpus: Corpus, batch: Neighbourhood):
+        sim_surf = sim_surf_batch(corpus.ngrams, batch.targets, batch.candidates, self._scratch)
+        scores = score(batch.sim_pv, sim_surf, self._lam, self._rules.limit)
+        self._pairs.inc(int((batch.candidates >= 0).sum()))
+        preference = preference_matrix(self._prefer, scores, batch.candidates)
+        chosen, rejected = choose_valid(
+            corpus,
+            batch.targets,
+            batch.candidates,
+            batch.sim_pv,
+            preference,
+            DECOYS_PER_INSTANCE + self._reserve,
+            self._rules,
+            self._scratch,
+        )
+        self._rejections.add(rejected)
+        for b, target_row in enumerate(batch.targets):
+            target = corpus.caption(int(target_row))
+            if chosen[b, DECOYS_PER_INSTANCE - 1] < 0:
+                preferable = int((preference[b] >= 0).sum())
+                reason = self._too_few_reason if preferable < DECOYS_PER_INSTANCE else TOO_FEW_VALID
+                Metrics.counter(*reason.split("/")).inc()
+                yield beam.pvalue.TaggedOutput(
+                    SKIPPED, Skip(reason, target.caption_id, target.split)
+                )
+                continue
+            similarities = (batch.candidates[b], batch.sim_pv[b], sim_surf[b], scores[b])
+            first = best_first(scores[b], batch.candidates[b], chosen[b, :DECOYS_PER_INSTANCE])
+            selection = Selection(target, decoys_at(corpus, *similarities, first))
+            if self._reserve:
+                further = chosen[b, DECOYS_PER_INSTANCE:]
+                yield Reserved(selection, decoys_at(corpus, *similarities, further[further >= 0]))
+            else:
+                yield selection

@@ -1,0 +1,58 @@
+"""``--decoys mcic``: Algorithm 1 of Ding et al. 2016, as the paper defines it.
+
+Candidates: the target's top-N captions of other images by simPV. Decoys: the
+four with the highest Score among those with Score > 0 (ties: lower caption
+id), after the validity rules, the one documented deviation from the paper.
+Nothing stops a text-only model here: the decoys are the target's nearest
+neighbours, so the target sits at the centre of its option set.
+"""
+
+import numpy as np
+
+from transforms.corpus.neighbours import FindNeighbourhoods, top_neighbours
+from transforms.strategies.base import DecoyStrategy
+from transforms.strategies.choose import ChooseDecoys
+from transforms.strategies.scoring import best_first
+
+TOO_FEW_POSITIVE = "decoys/fewer_than_4_candidates_with_positive_score"
+
+
+def by_score(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Candidates with Score > 0, best first (ties: lower caption row).
+
+    >>> by_score(np.array([0.5, 0.0, 0.7, 0.5]), np.array([9, 1, 2, 3])).tolist()
+    [2, 3, 0]
+    """
+    return best_first(scores, candidates, np.flatnonzero((scores > 0) & (candidates >= 0)))
+
+
+class Mcic(DecoyStrategy):
+    name = "mcic"
+    summary = (
+        "Algorithm 1 (Ding et al. 2016): the 4 best-Score candidates among the top-N by simPV; "
+        "reproduces MCIC-COCO, text-only models beat chance"
+    )
+    pools = ("all", "split")
+    invariants = ("positive_score", "algorithm_1")
+
+    def expand(self, corpus_ref):
+        config = self.config
+        return (
+            corpus_ref
+            | "FindNeighbourhoods"
+            >> FindNeighbourhoods(
+                corpus=self.corpus,
+                find=top_neighbours(config.neighbours),
+                shard_size=config.shard_size,
+                batch_size=config.batch_size,
+            )
+            | "ChooseDecoys"
+            >> ChooseDecoys(
+                corpus=self.corpus,
+                lam=config.score_lambda,
+                rules=config.rules,
+                reserve=config.reserve,
+                prefer=by_score,
+                too_few=TOO_FEW_POSITIVE,
+            )
+        )

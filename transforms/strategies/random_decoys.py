@@ -1,0 +1,96 @@
+"""``--decoys random``: decoys drawn uniformly from other images' captions in the pool.
+
+Visual Madlibs' "easy" task. Each target draws ``DRAWN`` distinct captions of
+other images (seeded by (seed, its caption id)) and keeps the first four that
+pass the validity rules: rejection sampling, so the decoys stay uniform over
+the valid captions. They are scored only for their provenance.
+"""
+
+import functools
+
+import numpy as np
+
+from transforms.corpus.neighbours import FindNeighbourhoods, Pool
+from transforms.corpus.store import Corpus
+from transforms.seeds import keyed_rng
+from transforms.strategies.base import DecoyStrategy
+from transforms.strategies.choose import ChooseDecoys
+
+DRAWN = 16  # candidates per target: four valid ones among them on any real corpus
+
+
+def draw(
+    corpus: Corpus, pool: Pool, targets: np.ndarray, count: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(candidates, sim_pv) like ``neighbours.search``, but ``count`` captions of other images
+    drawn uniformly from the pool, in drawing order.
+
+    Each target's draw depends only on (seed, its caption id).
+    """
+    candidates = np.full((len(targets), count), -1, dtype=np.int64)
+    for b, target in enumerate(targets):
+        rng = keyed_rng(seed, f"random decoys of {corpus.captions['caption_id'][target]}")
+        drawn = draw_others(corpus, pool, int(target), count, rng)
+        candidates[b, : len(drawn)] = drawn
+    local = np.searchsorted(pool.rows, np.maximum(candidates, 0)).ravel()
+    vectors = pool.index.reconstruct_batch(local).reshape(*candidates.shape, -1)
+    queries = pool.index.reconstruct_batch(np.searchsorted(pool.rows, targets))
+    sims = np.einsum("bkd,bd->bk", vectors, queries)
+    return candidates, np.where(candidates >= 0, sims, 0.0).astype(np.float64)
+
+
+def draw_others(
+    corpus: Corpus, pool: Pool, target: int, count: int, rng: np.random.Generator, rounds: int = 50
+) -> list[int]:
+    """Up to ``count`` distinct pool rows of other images, uniformly.
+
+    Drawing with replacement and rejecting is uniform over the eligible rows
+    and costs O(count) per target, not O(pool).
+    """
+    chosen: list[int] = []
+    for _ in range(rounds):
+        for row in pool.rows[rng.integers(len(pool.rows), size=2 * count)].tolist():
+            if corpus.image_of[row] != corpus.image_of[target] and row not in chosen:
+                chosen.append(row)
+                if len(chosen) == count:
+                    return chosen
+    return chosen
+
+
+def in_drawn_order(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Every drawn candidate, in the order drawn.
+
+    >>> in_drawn_order(np.array([0.1, 0.9, 0.0]), np.array([7, 3, -1])).tolist()
+    [0, 1]
+    """
+    return np.flatnonzero(candidates >= 0)
+
+
+class RandomDecoys(DecoyStrategy):
+    name = "random"
+    summary = (
+        "drawn uniformly from other images' captions in the pool (Visual Madlibs' easy task); "
+        "text-only at chance, but easy for image models"
+    )
+    pools = ("all", "split")
+
+    def expand(self, corpus_ref):
+        config = self.config
+        return (
+            corpus_ref
+            | "FindNeighbourhoods"
+            >> FindNeighbourhoods(
+                corpus=self.corpus,
+                find=functools.partial(draw, count=DRAWN, seed=config.seed),
+                shard_size=config.shard_size,
+                batch_size=config.batch_size,
+            )
+            | "ChooseDecoys"
+            >> ChooseDecoys(
+                corpus=self.corpus,
+                lam=config.score_lambda,
+                rules=config.rules,
+                reserve=config.reserve,
+                prefer=in_drawn_order,
+            )
+        )

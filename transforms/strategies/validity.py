@@ -1,0 +1,212 @@
+"""The validity rules every decoy strategy obeys (SPEC "Validity"), in one place.
+
+Algorithm 1's only guard is ``simSURF(decoy, target) < L``. Measured on real
+corpora that leaves instances with two right answers: a decoy word for word
+another caption of the target's image, or a near-copy of one. So a decoy
+``d`` of a target ``t`` of image ``i`` is valid only if
+
+- ``d`` is not a caption of ``i``                          (``same_image``);
+- no caption of ``i`` has ``d``'s text                     (``copies_a_caption_of_the_image``);
+- ``simSURF(d, c) < L`` for every caption ``c`` of ``i``   (``surface_close_to_the_image``);
+- with ``--own_caption_rule`` only: ``simPV(d, t)`` is below ``t``'s mean simPV to
+  the other captions of ``i`` (``closer_than_own_captions``): a decoy closer to the
+  target than the image's own captions are is likely to describe the image too;
+
+and the options of an instance are distinct strings (``repeats_an_option``).
+
+Strategies walk their candidates in preference order and keep the first that
+pass (:func:`choose_valid`); closed sets need the rules in both directions
+(:func:`pairs_allowed`). Each rule counts the candidates it turned away, under
+``validity/<rule>``, which ``statistics.json`` reports.
+"""
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from apache_beam.metrics import Metrics
+
+from transforms.corpus.store import Corpus
+from transforms.corpus.surface import load_reference, loaded_sim_surf, unload_reference
+
+RULES = (
+    "same_image",
+    "copies_a_caption_of_the_image",
+    "surface_close_to_the_image",
+    "closer_than_own_captions",
+    "repeats_an_option",
+)
+VALID = -1
+SAME_IMAGE, COPIES, SURFACE, CLOSER, REPEATS = range(len(RULES))
+
+
+@dataclass(frozen=True)
+class ValidityRules:
+    limit: float  # L: simSURF against any caption of the target's image must stay below it
+    own_caption_rule: bool  # also reject decoys closer to the target than its own captions
+
+
+@numba.njit(nogil=True, cache=True)
+def _violation(
+    decoy, target, sim_pv, image_of, image_rows, image_offsets, text_id, own_closeness,
+    ids, ranks, offsets, lengths, limit, own_caption_rule, scratch,
+):  # fmt: skip
+    image = image_of[target]
+    if image_of[decoy] == image:
+        return SAME_IMAGE
+    start, end = image_offsets[image], image_offsets[image + 1]
+    for k in range(start, end):
+        if text_id[image_rows[k]] == text_id[decoy]:
+            return COPIES
+    for k in range(start, end):
+        caption = image_rows[k]
+        load_reference(ids, offsets, caption, scratch)
+        surface = loaded_sim_surf(ids, ranks, offsets, lengths, decoy, scratch)
+        unload_reference(ids, offsets, caption, scratch)
+        if surface >= limit:
+            return SURFACE
+    if own_caption_rule and sim_pv >= own_closeness[target]:  # NaN (a lone caption): passes
+        return CLOSER
+    return VALID
+
+
+@numba.njit(nogil=True, cache=True)
+def _choose_kernel(
+    targets, candidates, sim_pv, preference, need, image_of, image_rows, image_offsets,
+    text_id, own_closeness, ids, ranks, offsets, lengths, limit, own_caption_rule, scratch,
+    chosen, rejected,
+):  # fmt: skip
+    for b in range(targets.shape[0]):
+        count = 0
+        for position in preference[b]:
+            if position < 0 or count == need:
+                break
+            decoy = candidates[b, position]
+            reason = _violation(
+                decoy, targets[b], sim_pv[b, position], image_of, image_rows, image_offsets,
+                text_id, own_closeness, ids, ranks, offsets, lengths, limit, own_caption_rule,
+                scratch,
+            )  # fmt: skip
+            if reason == VALID:
+                for k in range(count):
+                    if text_id[candidates[b, chosen[b, k]]] == text_id[decoy]:
+                        reason = REPEATS
+            if reason != VALID:
+                rejected[reason] += 1
+                continue
+            chosen[b, count] = position
+            count += 1
+
+
+def _corpus_arrays(corpus: Corpus) -> tuple:
+    table = corpus.ngrams
+    return (
+        corpus.image_of,
+        corpus.image_rows,
+        corpus.image_offsets,
+        corpus.text_id,
+        corpus.own_closeness,
+        table.ids,
+        table.ranks,
+        table.offsets,
+        table.lengths,
+    )
+
+
+def choose_valid(
+    corpus: Corpus,
+    targets: np.ndarray,
+    candidates: np.ndarray,
+    sim_pv: np.ndarray,
+    preference: np.ndarray,
+    need: int,
+    rules: ValidityRules,
+    scratch: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``need`` valid candidates of each target, walking ``preference``.
+
+    ``preference[b]`` lists positions into ``candidates[b]`` (-1 ends the list).
+    Returns (chosen positions (B, need), -1 where too few passed; rejections per rule).
+    """
+    chosen = np.full((len(targets), need), -1, dtype=np.int64)
+    rejected = np.zeros(len(RULES), dtype=np.int64)
+    _choose_kernel(
+        np.ascontiguousarray(targets, dtype=np.int64),
+        np.ascontiguousarray(candidates, dtype=np.int64),
+        np.ascontiguousarray(sim_pv, dtype=np.float64),
+        np.ascontiguousarray(preference, dtype=np.int64),
+        need,
+        *_corpus_arrays(corpus),
+        rules.limit,
+        rules.own_caption_rule,
+        scratch,
+        chosen,
+        rejected,
+    )
+    return chosen, rejected
+
+
+@numba.njit(nogil=True, cache=True)
+def _pairs_kernel(
+    targets, candidates, sim_pv, image_of, image_rows, image_offsets, text_id, own_closeness,
+    ids, ranks, offsets, lengths, limit, own_caption_rule, scratch, allowed, rejected,
+):  # fmt: skip
+    for b in range(targets.shape[0]):
+        for j in range(candidates.shape[1]):
+            other = candidates[b, j]
+            if other < 0:
+                continue
+            reason = _violation(
+                other, targets[b], sim_pv[b, j], image_of, image_rows, image_offsets, text_id,
+                own_closeness, ids, ranks, offsets, lengths, limit, own_caption_rule, scratch,
+            )  # fmt: skip
+            if reason == VALID:
+                reason = _violation(
+                    targets[b], other, sim_pv[b, j], image_of, image_rows, image_offsets,
+                    text_id, own_closeness, ids, ranks, offsets, lengths, limit,
+                    own_caption_rule, scratch,
+                )  # fmt: skip
+            if reason == VALID:
+                allowed[b, j] = True
+            else:
+                rejected[reason] += 1
+
+
+def pairs_allowed(
+    corpus: Corpus,
+    targets: np.ndarray,
+    candidates: np.ndarray,
+    sim_pv: np.ndarray,
+    rules: ValidityRules,
+    scratch: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each (target, candidate) pair may be each other's decoy, both ways round.
+
+    Returns (allowed (B, N) bool, rejections per rule); -1 candidates are not allowed.
+    """
+    allowed = np.zeros(candidates.shape, dtype=bool)
+    rejected = np.zeros(len(RULES), dtype=np.int64)
+    _pairs_kernel(
+        np.ascontiguousarray(targets, dtype=np.int64),
+        np.ascontiguousarray(candidates, dtype=np.int64),
+        np.ascontiguousarray(sim_pv, dtype=np.float64),
+        *_corpus_arrays(corpus),
+        rules.limit,
+        rules.own_caption_rule,
+        scratch,
+        allowed,
+        rejected,
+    )
+    return allowed, rejected
+
+
+class RejectionCounters:
+    """Beam counters ``validity/<rule>``, one per rule."""
+
+    def __init__(self):
+        self._counters = [Metrics.counter("validity", rule) for rule in RULES]
+
+    def add(self, rejected: np.ndarray) -> None:
+        for counter, count in zip(self._counters, rejected.tolist(), strict=True):
+            if count:
+                counter.inc(count)
