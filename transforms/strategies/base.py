@@ -15,7 +15,7 @@ import apache_beam as beam
 from apache_beam.utils.shared import Shared
 
 from transforms.corpus.index import IndexConfig
-from transforms.corpus.neighbours import SharedCorpus
+from transforms.corpus.neighbours import Finder, FindNeighbourhoods, SharedCorpus
 from transforms.strategies.validity import ValidityRules
 
 
@@ -60,3 +60,12 @@ class DecoyStrategy(beam.PTransform):
     @classmethod
     def resolve_pool(cls, config: StrategyConfig) -> StrategyConfig:
         return dataclasses.replace(config, decoy_pool=config.decoy_pool or cls.pools[0])
+
+    def find_neighbourhoods(self, find: Finder) -> FindNeighbourhoods:
+        """The candidate search every strategy starts with; ``find`` says which candidates."""
+        return FindNeighbourhoods(
+            corpus=self.corpus,
+            find=find,
+            shard_size=self.config.shard_size,
+            batch_size=self.config.batch_size,
+        )

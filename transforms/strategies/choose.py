@@ -8,16 +8,18 @@ adversarial filtering on, the walk goes on for ``reserve`` more valid candidates
 """
 
 from collections.abc import Callable
+from typing import ClassVar
 
 import apache_beam as beam
 import numpy as np
 from apache_beam.metrics import Metrics
 
 from schemas.records import SKIPPED, Decoy, Reserved, Selection, Skip
-from transforms.corpus.neighbours import Neighbourhood, SharedCorpus
+from transforms.corpus.neighbours import Finder, Neighbourhood, SharedCorpus
 from transforms.corpus.store import Corpus
 from transforms.corpus.surface import sim_surf_batch
 from transforms.progress import Progress, timed
+from transforms.strategies.base import DecoyStrategy
 from transforms.strategies.scoring import best_first, score
 from transforms.strategies.validity import RejectionCounters, ValidityRules, choose_valid
 
@@ -155,3 +157,33 @@ class _ChooseDecoys(beam.DoFn):
                 yield Reserved(selection, decoys_at(corpus, *similarities, further[further >= 0]))
             else:
                 yield selection
+
+
+class ChoosingStrategy(DecoyStrategy):
+    """A strategy that walks each target's candidates in its preference order (mcic, random).
+
+    Subclasses say which candidates (``finder``), in which order (``prefer``) and
+    why a target has too few before validity is checked (``too_few``).
+    """
+
+    prefer: ClassVar[Preference]
+    too_few: ClassVar[str] = TOO_FEW_VALID
+
+    def finder(self) -> Finder:
+        raise NotImplementedError
+
+    def expand(self, corpus_ref):
+        config = self.config
+        return (
+            corpus_ref
+            | "FindNeighbourhoods" >> self.find_neighbourhoods(self.finder())
+            | "ChooseDecoys"
+            >> ChooseDecoys(
+                corpus=self.corpus,
+                lam=config.score_lambda,
+                rules=config.rules,
+                reserve=config.reserve,
+                prefer=self.prefer,
+                too_few=self.too_few,
+            )
+        )

@@ -27,7 +27,6 @@ from apache_beam.metrics import Metrics
 
 from schemas.records import SKIPPED, Selection, Skip
 from transforms.corpus.neighbours import (
-    FindNeighbourhoods,
     Neighbourhood,
     Pool,
     SharedCorpus,
@@ -38,7 +37,7 @@ from transforms.corpus.store import Corpus
 from transforms.corpus.surface import sim_surf_batch
 from transforms.progress import timed
 from transforms.strategies.base import DecoyStrategy
-from transforms.strategies.choose import decoy
+from transforms.strategies.choose import decoys_at
 from transforms.strategies.grouping import form_sets
 from transforms.strategies.scoring import best_first, score
 from transforms.strategies.validity import RejectionCounters, ValidityRules, pairs_allowed
@@ -145,19 +144,8 @@ class _FormSets(beam.DoFn):
                 if counts[k] > 1:
                     target = target._replace(example_id=f"{target.example_id}.{counts[k]}")
                 ordered = best_first(scores, candidates, np.arange(len(candidates)))
-                yield Selection(
-                    target,
-                    tuple(
-                        decoy(
-                            corpus,
-                            int(candidates[p]),
-                            float(sim_pv[p]),
-                            float(sim_surf[p]),
-                            float(scores[p]),
-                        )
-                        for p in ordered
-                    ),
-                )
+                similarities = (candidates, sim_pv, sim_surf, scores)
+                yield Selection(target, decoys_at(corpus, *similarities, ordered))
 
 
 class ClosedSets(DecoyStrategy):
@@ -178,12 +166,7 @@ class ClosedSets(DecoyStrategy):
         return (
             corpus_ref
             | "FindNeighbourhoods"
-            >> FindNeighbourhoods(
-                corpus=self.corpus,
-                find=top_neighbours(config.set_neighbours),
-                shard_size=config.shard_size,
-                batch_size=config.batch_size,
-            )
+            >> self.find_neighbourhoods(top_neighbours(config.set_neighbours))
             | "AllowedPairs" >> beam.ParDo(_AllowedPairs(self.corpus, config.rules))
             | "BySplit" >> beam.GroupByKey()
             | "FormSets"

@@ -9,9 +9,8 @@ neighbours, so the target sits at the centre of its option set.
 
 import numpy as np
 
-from transforms.corpus.neighbours import FindNeighbourhoods, top_neighbours
-from transforms.strategies.base import DecoyStrategy
-from transforms.strategies.choose import ChooseDecoys
+from transforms.corpus.neighbours import Finder, top_neighbours
+from transforms.strategies.choose import ChoosingStrategy
 from transforms.strategies.scoring import best_first
 
 TOO_FEW_POSITIVE = "decoys/fewer_than_4_candidates_with_positive_score"
@@ -26,7 +25,7 @@ def by_score(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     return best_first(scores, candidates, np.flatnonzero((scores > 0) & (candidates >= 0)))
 
 
-class Mcic(DecoyStrategy):
+class Mcic(ChoosingStrategy):
     name = "mcic"
     summary = (
         "Algorithm 1 (Ding et al. 2016): the 4 best-Score candidates among the top-N by simPV; "
@@ -35,24 +34,8 @@ class Mcic(DecoyStrategy):
     pools = ("all", "split")
     invariants = ("positive_score", "algorithm_1")
 
-    def expand(self, corpus_ref):
-        config = self.config
-        return (
-            corpus_ref
-            | "FindNeighbourhoods"
-            >> FindNeighbourhoods(
-                corpus=self.corpus,
-                find=top_neighbours(config.neighbours),
-                shard_size=config.shard_size,
-                batch_size=config.batch_size,
-            )
-            | "ChooseDecoys"
-            >> ChooseDecoys(
-                corpus=self.corpus,
-                lam=config.score_lambda,
-                rules=config.rules,
-                reserve=config.reserve,
-                prefer=by_score,
-                too_few=TOO_FEW_POSITIVE,
-            )
-        )
+    prefer = staticmethod(by_score)
+    too_few = TOO_FEW_POSITIVE
+
+    def finder(self) -> Finder:
+        return top_neighbours(self.config.neighbours)

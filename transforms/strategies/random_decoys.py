@@ -10,11 +10,10 @@ import functools
 
 import numpy as np
 
-from transforms.corpus.neighbours import FindNeighbourhoods, Pool
+from transforms.corpus.neighbours import Finder, Pool
 from transforms.corpus.store import Corpus
 from transforms.seeds import keyed_rng
-from transforms.strategies.base import DecoyStrategy
-from transforms.strategies.choose import ChooseDecoys
+from transforms.strategies.choose import ChoosingStrategy
 
 DRAWN = 16  # candidates per target: four valid ones among them on any real corpus
 
@@ -66,7 +65,7 @@ def in_drawn_order(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     return np.flatnonzero(candidates >= 0)
 
 
-class RandomDecoys(DecoyStrategy):
+class RandomDecoys(ChoosingStrategy):
     name = "random"
     summary = (
         "drawn uniformly from other images' captions in the pool (Visual Madlibs' easy task); "
@@ -74,23 +73,7 @@ class RandomDecoys(DecoyStrategy):
     )
     pools = ("all", "split")
 
-    def expand(self, corpus_ref):
-        config = self.config
-        return (
-            corpus_ref
-            | "FindNeighbourhoods"
-            >> FindNeighbourhoods(
-                corpus=self.corpus,
-                find=functools.partial(draw, count=DRAWN, seed=config.seed),
-                shard_size=config.shard_size,
-                batch_size=config.batch_size,
-            )
-            | "ChooseDecoys"
-            >> ChooseDecoys(
-                corpus=self.corpus,
-                lam=config.score_lambda,
-                rules=config.rules,
-                reserve=config.reserve,
-                prefer=in_drawn_order,
-            )
-        )
+    prefer = staticmethod(in_drawn_order)
+
+    def finder(self) -> Finder:
+        return functools.partial(draw, count=DRAWN, seed=self.config.seed)
