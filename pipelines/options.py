@@ -469,7 +469,11 @@ class RegenerateOptions:
 class LogOptions:
     """Where log lines go, for every entry point; errors are one line on stderr regardless."""
 
-    verbose: bool = _option(False, "show log lines (progress, warnings, Beam's own) on stderr")
+    verbose: bool = _option(
+        False,
+        "every log line (Beam's own and tracebacks too) on stderr; without it, progress and "
+        "warnings only when stderr is a terminal",
+    )
     log_file: str = _option("", "append log lines to this local file")
 
 

@@ -40,17 +40,33 @@ def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:
     return dict(sorted(values.items()))
 
 
+class _ProgressOnly(logging.Filter):
+    """Our progress lines and anyone's warnings; no tracebacks and no third-party chatter.
+
+    Beam logs a failing stage's traceback at ERROR level before it re-raises; the
+    CLI reports that failure itself (one line for an input error, the traceback
+    otherwise), so on a terminal it would only be printed twice.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info or (record.levelno >= logging.ERROR and record.name != "root"):
+            return False
+        return record.name == "root" or record.levelno >= logging.WARNING
+
+
 @contextmanager
 def logging_to(log: LogOptions) -> Iterator[None]:
-    """Log lines go to ``--log_file`` and, with ``--verbose``, to stderr; nowhere else.
+    """Log lines go to ``--log_file``; to stderr all of them with ``--verbose``, else
+    progress and warnings when stderr is a terminal (as progress bars do), else none.
 
-    Beam logs a failing stage's traceback at ERROR level before it re-raises,
-    and with no handler installed Python's last-resort handler would print it
-    above the one-line error. The NullHandler keeps that handler off.
+    So a script or scheduler sees nothing on stderr but an error. The NullHandler
+    keeps Python's last-resort handler, which would print Beam's tracebacks, off.
     """
     handlers: list[logging.Handler] = [logging.NullHandler()]
-    if log.verbose:
+    if log.verbose or sys.stderr.isatty():
         handlers.append(logging.StreamHandler(sys.stderr))
+        if not log.verbose:
+            handlers[-1].addFilter(_ProgressOnly())
     if log.log_file:
         handlers.append(logging.FileHandler(log.log_file, encoding="utf-8"))
     root = logging.getLogger()
