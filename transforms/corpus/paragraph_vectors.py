@@ -114,5 +114,10 @@ def save_model(model: Doc2Vec, path: str) -> None:
 
 
 def load_model(path: str) -> Doc2Vec:
-    """Reads a model written by :func:`save_model` (or gensim's own ``save``)."""
+    """Reads a model written by :func:`save_model` or gensim's ``save``.
+
+    Reading is not accepting: a model is used only once :func:`check_model_corpus`
+    found the checksum of exactly these captions stamped on it, which only models
+    written by pipelines.generate and pipelines.optimize carry.
+    """
     return pickle.loads(read_file(path))
