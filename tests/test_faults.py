@@ -54,9 +54,20 @@ def _overlapping(tmp: pathlib.Path, corpus: str) -> str:
     return _write(tmp / "overlap.json", json.dumps(overlap).encode())
 
 
-def _bad_inputs(tmp: pathlib.Path, corpus: str) -> list[tuple[list[str], str]]:
-    """(generate's arguments, what its one stderr line must contain)."""
+def _one_caption_changed(tmp: pathlib.Path, corpus: str) -> str:
+    """``corpus`` with as many captions, one of them reworded: a model of it is another's."""
+    data = json.loads(pathlib.Path(corpus).read_text())
+    data["annotations"][0]["caption"] = "a purple giraffe reads a newspaper on a bus"
+    return _write(tmp / "reworded.json", json.dumps(data).encode())
+
+
+def _bad_inputs(tmp: pathlib.Path, corpus: str, model: str) -> list[tuple[list[str], str]]:
+    """(generate's arguments, what its one stderr line must contain).
+
+    ``model``: the PV model a run on ``corpus`` saved (``pv/doc2vec.model``).
+    """
     coco = json.dumps(COCO).encode()
+    renamed = {**COCO, "images": [*COCO["images"], {"id": 1, "file_name": "other.jpg"}]}
     null_id = json.dumps({**COCO, "annotations": [{"id": None, "image_id": 1, "caption": "x"}]})
     (tmp / "a_directory").mkdir()
     out = ["--output", str(tmp / "out")]
@@ -77,6 +88,16 @@ def _bad_inputs(tmp: pathlib.Path, corpus: str) -> list[tuple[list[str], str]]:
         (
             ["--input", f"{corpus},{_overlapping(tmp, corpus)}", *out, *SMALL_ARGS],
             f"is in {corpus} and in {tmp / 'overlap.json'}",
+        ),
+        (
+            ["--input", _write(tmp / "renamed.json", json.dumps(renamed).encode()), *out],
+            f"{tmp / 'renamed.json'}: images[2] has id 1 like images[0], with another file "
+            "name (other.jpg and 1.jpg)",
+        ),
+        (
+            ["--input", _one_caption_changed(tmp, corpus), *out, *SMALL_ARGS, "--pv_model", model],
+            f"{model}: the model was trained on other captions (or in another order) than "
+            "this corpus",
         ),
         (["--input", corpus, *out, "--neighbors", "20"], "unknown flag --neighbors (did you mean"),
         (["--input", corpus, *out, "--sead", "7"], "unknown flag --sead (did you mean --seed?)"),
@@ -99,8 +120,11 @@ def _bad_inputs(tmp: pathlib.Path, corpus: str) -> list[tuple[list[str], str]]:
     ]
 
 
-def test_bad_inputs_are_one_line_on_stderr_and_exit_code_2(tmp_path, synthetic_corpus):
-    for args, message in _bad_inputs(tmp_path, synthetic_corpus):
+def test_bad_inputs_are_one_line_on_stderr_and_exit_code_2(
+    tmp_path, synthetic_corpus, small_dataset
+):
+    model = str(pathlib.Path(small_dataset[0]) / "pv" / "doc2vec.model")
+    for args, message in _bad_inputs(tmp_path, synthetic_corpus, model):
         result = _command("generate", *args)
         lines = result.stderr.splitlines()
         assert (result.returncode, len(lines)) == (2, 1), (args, result.stderr[-3000:])
