@@ -54,6 +54,14 @@ def test_regenerates_only_when_an_input_changes(synthetic_corpus, tmp_path, caps
     assert changed.endswith(f"latest moved from {name} to {new}")
     assert (root / name / "_COMPLETE").exists()
 
+    # Reverted: the first version is complete, so nothing is generated, but latest moves back.
+    corpus.write_bytes(pathlib.Path(synthetic_corpus).read_bytes())
+    code, reverted = _regenerate(capsys, str(corpus), root)
+    assert code == 0 and (root / "latest").read_text().strip() == name
+    assert reverted.startswith(f"up to date: {name} (")
+    assert reverted.endswith(f"instances), latest moved from {new} to {name}")
+    assert "nothing to do" not in reverted
+
 
 def test_a_failure_is_one_line_and_exit_code_1(synthetic_corpus, tmp_path, capsys):
     with failure_after_a_train_shard():
