@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.claims import claimed
 from pipelines.manifest import build_manifest, file_checksum
 from pipelines.optimize import REPORT_FILE, SEARCH_DIRECTORY, run_search
 from pipelines.options import GenerateOptions
@@ -33,15 +34,18 @@ from pipelines.versions import (
     LATEST_FILE,
     MANIFEST_FILE,
     Version,
+    checked_inventory,
     clear_incomplete,
+    is_complete,
     plan_version,
     point_latest,
     publish,
+    verify_version,
     version_name,
 )
 from schemas.records import SKIPPED
 from transforms.corpus.prepare import PrepareCaptions
-from transforms.corpus.read import expand_inputs
+from transforms.corpus.read import check_distinct_contents, expand_inputs
 from transforms.corpus.store import TrainParagraphVectors
 from transforms.dataset.instances import BuildInstances
 from transforms.dataset.statistics import (
@@ -51,6 +55,7 @@ from transforms.dataset.statistics import (
     table_one,
 )
 from transforms.dataset.write import WriteInstances
+from transforms.errors import InputError
 from transforms.files import check_location, check_writable, read_file, write_json
 from transforms.search.optimize import report_table
 from transforms.strategies.adversarial import REPORT_FILE as ADVERSARIAL_FILE
@@ -65,7 +70,11 @@ STATISTICS_FILE = "statistics.json"
 def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
     """Algorithm 1's main loop as a graph; ``pipeline`` may be a TestPipeline."""
     prepared = pipeline | "PrepareCaptions" >> PrepareCaptions(
-        inputs=inputs, seed=options.seed, n_dev=options.n_dev, n_test=options.n_test
+        inputs=inputs,
+        seed=options.seed,
+        n_dev=options.n_dev,
+        n_test=options.n_test,
+        merge=options.merge_inputs,
     )
     strategy = STRATEGIES[options.decoys](options.strategy_config())
     corpus = prepared["captions"] | "TrainParagraphVectors" >> TrainParagraphVectors(
@@ -115,20 +124,54 @@ class Generated:
     up_to_date: bool
 
 
+def input_checksums(options: GenerateOptions, inputs: list[str]) -> list[dict]:
+    """The sha256 of every input file and of ``--pv_model``: what the version is named after."""
+    checksums = [file_checksum(path) for path in inputs]
+    check_distinct_contents(checksums)
+    if options.pv_model:
+        if not FileSystems.exists(options.pv_model):
+            raise InputError(f"--pv_model {options.pv_model}: no such file")
+        checksums.append(file_checksum(options.pv_model))
+    return checksums
+
+
+def up_to_date(output: str, version: Version) -> Generated:
+    verify_version(version.directory)
+    point_latest(output, version)
+    statistics = json.loads(read_file(FileSystems.join(version.directory, STATISTICS_FILE)))
+    return Generated(version, statistics, up_to_date=True)
+
+
 def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generated:
-    """Generates OUTPUT/<version>/ unless a completed one exists; publishes it last."""
+    """Generates OUTPUT/<version>/ unless a completed one exists; publishes it last.
+
+    The version is claimed (:mod:`pipelines.claims`) before anything in it is
+    cleared or written; another run holding it stops this one with an InputError.
+    """
     options.validate()
     beam_args = beam_args or []
     check_location(options.output, "output")
     inputs = expand_inputs(options.input)
     check_writable(options.output)
-    checksums = [file_checksum(path) for path in inputs]
+    checksums = input_checksums(options, inputs)
     version = plan_version(options.output, version_name(options, checksums), force=options.force)
     if version.complete:
-        point_latest(options.output, version)
-        statistics = json.loads(read_file(FileSystems.join(version.directory, STATISTICS_FILE)))
-        return Generated(version, statistics, up_to_date=True)
-    clear_incomplete(version)
+        return up_to_date(options.output, version)
+    with claimed(version.directory):
+        if is_complete(version.directory):  # another run completed it meanwhile
+            return up_to_date(options.output, dataclasses.replace(version, complete=True))
+        clear_incomplete(version)
+        return generate(options, beam_args, inputs, checksums, version)
+
+
+def generate(
+    options: GenerateOptions,
+    beam_args: list[str],
+    inputs: list[str],
+    checksums: list[dict],
+    version: Version,
+) -> Generated:
+    """Writes the claimed, empty ``version``: the pipeline, statistics, manifest, marker."""
     root, options = options.output, dataclasses.replace(options, output=version.directory)
     search = None
     if options.optimize:
@@ -158,6 +201,7 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     manifest = build_manifest(
         options, version.name, checksums, beam_args, statistics, metrics, search
     )
+    manifest["files"] = checked_inventory(options.output, metrics)
     write_json(FileSystems.join(options.output, MANIFEST_FILE), manifest)
     version = publish(root, version, {"instances": statistics["total"]["instances"]})
     return Generated(version, statistics, up_to_date=False)

@@ -3,24 +3,30 @@
 python -m pipelines.make_corpus --num_images 4000 --output out/corpus/captions_synthetic.json
 """
 
-import argparse
 import logging
 import sys
 import time
 
+from pipelines.options import StrictParser, refuse_unknown
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
+from transforms.errors import InputError
 
 MAX_IMAGES = 150_000
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = StrictParser(description=__doc__)
     parser.add_argument("--output", required=True, help="COCO captions JSON to write")
     parser.add_argument("--num_images", type=int, default=4000, help="images (default: 4000)")
     parser.add_argument("--seed", type=int, default=0, help="corpus seed (default: 0)")
-    args = parser.parse_args(argv)
-    if not 1 <= args.num_images <= MAX_IMAGES:
-        parser.error(f"--num_images must be between 1 and {MAX_IMAGES:,}")
+    try:
+        args, unknown = parser.parse_known_args(argv)
+        refuse_unknown(unknown, parser._option_string_actions)
+        if not 1 <= args.num_images <= MAX_IMAGES:
+            raise InputError(f"--num_images must be between 1 and {MAX_IMAGES:,}")
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     logging.getLogger().setLevel(logging.INFO)
     started = time.monotonic()
     write_coco(args.output, args.seed, args.num_images)

@@ -32,7 +32,11 @@ REPORT_FILE = "report.json"
 def build_search(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
     directory = FileSystems.join(options.output, SEARCH_DIRECTORY)
     prepared = pipeline | "PrepareCaptions" >> PrepareCaptions(
-        inputs=inputs, seed=options.seed, n_dev=options.n_dev, n_test=options.n_test
+        inputs=inputs,
+        seed=options.seed,
+        n_dev=options.n_dev,
+        n_test=options.n_test,
+        merge=options.merge_inputs,
     )
     report = prepared["captions"] | "SearchHyperParameters" >> SearchHyperParameters(
         grid=options.search_grid(),

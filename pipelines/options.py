@@ -6,9 +6,13 @@ derived from :class:`GenerateOptions` and :class:`TrainOptions`.
 
 import argparse
 import dataclasses
+import difflib
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
 from pipelines.versions import LABEL
 from transforms.corpus.index import IndexConfig
@@ -48,6 +52,11 @@ class GenerateOptions:
     label: str = _option("", "prefix of the version name, e.g. coco2014 -> coco2014-<digest>")
     force: bool = _option(
         False, "run even when a completed version for these inputs and options exists"
+    )
+    merge_inputs: bool = _option(
+        False,
+        "let an image id occur in several input files and merge its captions (without it, "
+        "that is an error naming both files)",
     )
     n_dev: int = _option(2000, "images in the dev split")
     n_test: int = _option(2000, "images in the test split")
@@ -349,6 +358,16 @@ def _ints(values: str) -> list[int]:
     return [int(value) for value in values.split(",")]
 
 
+class StrictParser(argparse.ArgumentParser):
+    """No abbreviations, and a bad flag value is an InputError (one line), not a usage dump."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_abbrev=False, **kwargs)
+
+    def error(self, message: str):
+        raise InputError(message)
+
+
 def add_arguments(parser: argparse.ArgumentParser, options_type: type = GenerateOptions) -> None:
     for option in dataclasses.fields(options_type):
         required = option.default is REQUIRED
@@ -367,14 +386,60 @@ def add_arguments(parser: argparse.ArgumentParser, options_type: type = Generate
         )
 
 
+def beam_parser() -> argparse.ArgumentParser:
+    """Every Beam pipeline option, as PipelineOptions itself collects them."""
+    parser = _BeamArgumentParser(allow_abbrev=False)
+    for options_class in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
+        options_class._add_argparse_args(parser)
+    return parser
+
+
+def refuse_unknown(unknown: list[str], known: Iterable[str]) -> None:
+    """An unknown flag (or stray value) is an InputError with the closest known flag.
+
+    >>> refuse_unknown(["--sead", "7"], ["--seed", "--label"])
+    Traceback (most recent call last):
+    ...
+    transforms.errors.InputError: unknown flag --sead (did you mean --seed?)
+    """
+    if not unknown:
+        return
+    word = unknown[0]
+    if not word.startswith("-"):
+        raise InputError(f"unexpected argument {word!r}: every value follows its --flag")
+    flag = word.split("=", 1)[0]
+    close = difflib.get_close_matches(flag, list(known), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else " (--help lists the flags)"
+    raise InputError(f"unknown flag {flag}{hint}")
+
+
+def parse_flags(argv: list[str] | None, *options_types: type) -> tuple[list[Any], list[str]]:
+    """Our flags -> one instance per type; the rest must be Beam pipeline options.
+
+    A flag that is neither ours nor Beam's is refused (Beam alone would only log a warning
+    and run with the default).
+    """
+    parser = StrictParser(description=__doc__)
+    for options_type in options_types:
+        add_arguments(parser.add_argument_group(options_type.__name__), options_type)
+    known, beam_args = parser.parse_known_args(argv)
+    beam = beam_parser()
+    _, unknown = beam.parse_known_args(beam_args)
+    refuse_unknown(unknown, [*parser._option_string_actions, *beam._option_string_actions])
+    values = vars(known)
+    parsed = [
+        options_type(**{f.name: values[f.name] for f in dataclasses.fields(options_type)})
+        for options_type in options_types
+    ]
+    return parsed, beam_args
+
+
 def parse_options(
     argv: list[str] | None, options_type: type = GenerateOptions
 ) -> tuple[Any, list[str]]:
-    """Our flags -> ``options_type``; the rest is left for Beam's PipelineOptions."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    add_arguments(parser, options_type)
-    known, beam_args = parser.parse_known_args(argv)
-    return options_type(**vars(known)), beam_args
+    """Our flags -> ``options_type``; the rest, all Beam pipeline options, for PipelineOptions."""
+    [options], beam_args = parse_flags(argv, options_type)
+    return options, beam_args
 
 
 def markdown_table(options_type: type = GenerateOptions) -> str:
@@ -400,10 +465,27 @@ class RegenerateOptions:
     )
 
 
-TABLES = {"generate": GenerateOptions, "train": TrainOptions, "regenerate": RegenerateOptions}
+@dataclass(frozen=True)
+class LogOptions:
+    """Where log lines go, for every entry point; errors are one line on stderr regardless."""
+
+    verbose: bool = _option(
+        False,
+        "every log line (Beam's own and tracebacks too) on stderr; without it, progress and "
+        "warnings only when stderr is a terminal",
+    )
+    log_file: str = _option("", "append log lines to this local file")
+
+
+TABLES = {
+    "generate": GenerateOptions,
+    "train": TrainOptions,
+    "regenerate": RegenerateOptions,
+    "log": LogOptions,
+}
 
 if (
     __name__ == "__main__"
-):  # README tables: python -m pipelines.options [train|regenerate|strategies]
+):  # README tables: python -m pipelines.options [train|regenerate|log|strategies]
     table = sys.argv[1] if len(sys.argv) > 1 else "generate"
     print(strategy_table() if table == "strategies" else markdown_table(TABLES[table]))

@@ -11,21 +11,31 @@ and prints one line for a scheduler's log. Exit codes: 0 generated or up to
 date, 2 bad input or options, 1 failure.
 """
 
-import logging
 import sys
 import time
+import traceback
 from datetime import datetime, timezone
 
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import train
 from pipelines.generate import Generated, run
-from pipelines.options import GenerateOptions, RegenerateOptions, TrainOptions, parse_options
+from pipelines.options import (
+    GenerateOptions,
+    LogOptions,
+    RegenerateOptions,
+    TrainOptions,
+    parse_flags,
+)
+from pipelines.runner import logging_to, one_line_error
 from pipelines.train import METRICS_FILE
-from pipelines.versions import content_options, latest_version, read_manifest
-from transforms.errors import input_error_message
-
-EVALUATION_DIRECTORY = "evaluation"  # OUTPUT/<version>/evaluation: not "train", a split's name
+from pipelines.versions import (
+    EVALUATION_DIRECTORY,
+    Version,
+    content_options,
+    latest_version,
+    read_manifest,
+)
 
 
 def changes(previous: dict | None, current: dict) -> str:
@@ -52,14 +62,33 @@ def changes(previous: dict | None, current: dict) -> str:
     return "; ".join(what) or "no change (--force)"
 
 
-def summary_line(generated: Generated, previous: dict | None, seconds: float) -> str:
+def latest_move(before: Version | None, after: Version) -> str:
+    """What the run did to ``OUTPUT/latest``, in words.
+
+    >>> latest_move(None, Version("b", "out/b", True))
+    'latest set to b'
+    >>> latest_move(Version("a", "out/a", True), Version("b", "out/b", True))
+    'latest moved from a to b'
+    """
+    if before is None:
+        return f"latest set to {after.name}"
+    if before.name == after.name:
+        return f"latest left at {after.name}"
+    return f"latest moved from {before.name} to {after.name}"
+
+
+def summary_line(
+    generated: Generated, latest: Version | None, previous: dict | None, seconds: float
+) -> str:
+    """``latest``: the version ``OUTPUT/latest`` named before; ``previous``: its manifest."""
     instances = generated.statistics["total"]["instances"]
+    moved = latest_move(latest, generated.version)
     if generated.up_to_date:
-        return f"up to date: {generated.version.name} ({instances:,} instances), nothing to do"
+        return f"up to date: {generated.version.name} ({instances:,} instances), {moved}"
     current = read_manifest(generated.version.directory)
     return (
         f"generated {generated.version.name} in {seconds:.0f}s ({changes(previous, current)}): "
-        f"{instances:,} instances, latest -> {generated.version.name}"
+        f"{instances:,} instances, {moved}"
     )
 
 
@@ -79,31 +108,35 @@ def regenerate(
     previous = read_manifest(latest.directory) if latest and latest.complete else None
     started = time.monotonic()
     generated = run(options, beam_args)
-    line = summary_line(generated, previous, time.monotonic() - started)
+    line = summary_line(generated, latest, previous, time.monotonic() - started)
     if regenerate_options.train:
         line += evaluate(generated.version.directory, beam_args)
     return line
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Always exactly one line on stdout: ``<UTC time> regenerate <output>: <what happened>``."""
-    logging.getLogger().setLevel(logging.INFO)
-    regenerate_options, rest = parse_options(argv, RegenerateOptions)
-    options, beam_args = parse_options(rest, GenerateOptions)
-    prefix = (
-        f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} regenerate {options.output}"
-    )
+    """Always exactly one line on stdout: ``<UTC time> regenerate <output>: <what happened>``.
+
+    A failure (exit code 1) also prints its traceback on stderr.
+    """
+    time_now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     try:
-        line, code = regenerate(options, regenerate_options, beam_args), 0
+        (regenerate_options, options, log), beam_args = parse_flags(
+            argv, RegenerateOptions, GenerateOptions, LogOptions
+        )
     except Exception as error:
-        message = input_error_message(error)
-        if message is None:
-            logging.exception("regeneration failed")
+        print(f"{time_now} regenerate: {one_line_error(error)}")
+        return 2
+    prefix = f"{time_now} regenerate {options.output}"
+    try:
+        with logging_to(log):
+            line, code = regenerate(options, regenerate_options, beam_args), 0
+    except Exception as error:
+        line, code = one_line_error(error), 2
+        if line is None:
+            traceback.print_exc()
             first_line = (str(error).splitlines() or [""])[0]
-            message, code = f"FAILED: {type(error).__name__}: {first_line}", 1
-        else:
-            message, code = f"error: {message}", 2
-        line = message
+            line, code = f"FAILED: {type(error).__name__}: {first_line}", 1
     print(f"{prefix}: {line}")
     return code
 

@@ -2,14 +2,15 @@
 
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from pipelines.options import GenerateOptions, parse_options
+from pipelines.options import GenerateOptions, LogOptions, parse_flags
 from transforms.errors import input_error_message
 
 
@@ -39,6 +40,56 @@ def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:
     return dict(sorted(values.items()))
 
 
+class _ProgressOnly(logging.Filter):
+    """Our progress lines and anyone's warnings; no tracebacks and no third-party chatter.
+
+    Beam logs a failing stage's traceback at ERROR level before it re-raises; the
+    CLI reports that failure itself (one line for an input error, the traceback
+    otherwise), so on a terminal it would only be printed twice.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info or (record.levelno >= logging.ERROR and record.name != "root"):
+            return False
+        return record.name == "root" or record.levelno >= logging.WARNING
+
+
+@contextmanager
+def logging_to(log: LogOptions) -> Iterator[None]:
+    """Log lines go to ``--log_file``; to stderr all of them with ``--verbose``, else
+    progress and warnings when stderr is a terminal (as progress bars do), else none.
+
+    So a script or scheduler sees nothing on stderr but an error. The NullHandler
+    keeps Python's last-resort handler, which would print Beam's tracebacks, off.
+    """
+    handlers: list[logging.Handler] = [logging.NullHandler()]
+    if log.verbose or sys.stderr.isatty():
+        handlers.append(logging.StreamHandler(sys.stderr))
+        if not log.verbose:
+            handlers[-1].addFilter(_ProgressOnly())
+    if log.log_file:
+        handlers.append(logging.FileHandler(log.log_file, encoding="utf-8"))
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.INFO)
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
+
+
+def one_line_error(error: BaseException) -> str | None:
+    """``error: <message>`` for an input error (exit code 2), None for anything else."""
+    message = input_error_message(error)
+    return None if message is None else f"error: {message}"
+
+
 def cli(
     argv: list[str] | None,
     run: Callable[[Any, list[str]], str],
@@ -46,17 +97,18 @@ def cli(
 ) -> int:
     """Parses flags into ``options_type``, runs, prints what ``run`` returns.
 
-    An input error is one line and exit code 2.
+    An input error (a bad flag included) is one line on stderr and exit code 2;
+    anything else raises, which prints its traceback and exits with 1.
     """
-    logging.getLogger().setLevel(logging.INFO)
-    options, beam_args = parse_options(argv, options_type)
     try:
-        summary = run(options, beam_args)
+        (options, log), beam_args = parse_flags(argv, options_type, LogOptions)
+        with logging_to(log):
+            summary = run(options, beam_args)
     except Exception as error:
-        message = input_error_message(error)
-        if message is None:
+        line = one_line_error(error)
+        if line is None:
             raise
-        print(f"error: {message}", file=sys.stderr)
+        print(line, file=sys.stderr)
         return 2
     print(summary)
     return 0

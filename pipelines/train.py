@@ -27,7 +27,7 @@ from pipelines.options import TrainOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.versions import completed_dataset
 from transforms.corpus.split import SPLITS
-from transforms.files import read_file, write_file, write_json
+from transforms.files import check_location, check_writable, read_file, write_file, write_json
 from transforms.trainer.features import BuildExamples, ReadInstances, SharedFeatureSpace
 from transforms.trainer.fit import Evaluate, FitModels, WriteMetrics, metrics_table
 
@@ -52,6 +52,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: TrainOptions, dataset: str)
 def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
     """Runs the trainer; returns the metrics (also in <output>/metrics.json and table.txt)."""
     options.validate()
+    check_location(options.output, "output")
+    check_writable(options.output)
     dataset = completed_dataset(options.dataset)
     pipeline = local_or_given_runner(beam_args or [])
     build_pipeline(pipeline, options, dataset)

@@ -6,7 +6,10 @@ change records and the package version (prefixed by ``--label``). Every
 shard, then the manifest, then the completion marker are written, in that
 order, and ``OUTPUT/latest`` is pointed at the version only after that.
 Readers accept a version only with its marker, so a run that fails half way
-never looks finished. Re-running with the same inputs and options finds the
+never looks finished, and only when its files are exactly those its manifest
+lists (size, sha256): a deleted, truncated, altered or added file is refused,
+named. The marker is written only after the files were counted against what
+the pipeline wrote. Re-running with the same inputs and options finds the
 completed version and does nothing; ``--force`` writes ``<version>.2`` (then
 ``.3``, ...) and never touches a completed version.
 """
@@ -14,24 +17,38 @@ completed version and does nothing; ``--force`` writes ``<version>.2`` (then
 import dataclasses
 import hashlib
 import importlib.metadata
+import io
 import json
 import logging
 import re
+import struct
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.claims import LOCK_FILE
 from transforms.errors import InputError
 from transforms.files import list_files, read_file, write_file
 
 COMPLETE_FILE = "_COMPLETE"
 LATEST_FILE = "latest"
 MANIFEST_FILE = "manifest.json"
+# OUTPUT/<version>/evaluation: added by regenerate --train (not "train", a split's name)
+EVALUATION_DIRECTORY = "evaluation"
+# Files of a version directory that are not part of the dataset the manifest lists.
+NOT_LISTED = (COMPLETE_FILE, MANIFEST_FILE, LOCK_FILE)
+SHARD_NAME = re.compile(
+    r"(?P<dir>.+)/(?P<prefix>[a-z]+)-(?P<shard>\d{5})-of-(?P<of>\d{5})(?P<suffix>\.\w+)"
+)
 # Options that say where and how fast, not what: they do not change a record.
+# --pv_model enters through its checksum, among the inputs', not its path.
 NO_CONTENT_OPTIONS = (
     "input",
+    "pv_model",
     "output",
     "label",
     "force",
@@ -47,6 +64,131 @@ class Version:
     name: str
     directory: str
     complete: bool
+
+
+def tfrecord_count(data: bytes) -> int:
+    """Records in a TFRecord file: each is an 8-byte length, its CRC, the data, a CRC."""
+    count, offset = 0, 0
+    while offset < len(data):
+        (length,) = struct.unpack_from("<Q", data, offset)
+        offset += 8 + 4 + length + 4
+        count += 1
+    return count
+
+
+def record_count(path: str, data: bytes) -> int | None:
+    """Records in a dataset file, where that means something (shards, skipped records)."""
+    if path.endswith(".parquet"):
+        return pq.ParquetFile(io.BytesIO(data)).metadata.num_rows
+    if path.endswith(".tfrecord"):
+        return tfrecord_count(data)
+    if path.endswith((".txt", ".jsonl")):
+        return sum(1 for line in data.splitlines() if line.strip())
+    return None
+
+
+def version_paths(directory: str) -> list[str]:
+    """Every file of a version, relative to it, the marker, manifest and claim left out."""
+    prefix = directory.rstrip("/") + "/"
+    relative = (path[len(prefix) :] for path in list_files(FileSystems.join(directory, "**")))
+    return [
+        path
+        for path in relative
+        if path not in NOT_LISTED and not path.startswith(f"{EVALUATION_DIRECTORY}/")
+    ]
+
+
+def fingerprint(data: bytes) -> dict:
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def describe_file(directory: str, path: str) -> dict:
+    """The manifest's entry of one file: path, bytes, sha256, records."""
+    data = read_file(FileSystems.join(directory, path))
+    return {"path": path, **fingerprint(data), "records": record_count(path, data)}
+
+
+def inventory(directory: str) -> list[dict]:
+    return [describe_file(directory, path) for path in version_paths(directory)]
+
+
+def count_problems(files: list[dict], counters: dict[str, int]) -> list[str]:
+    """Where the written shards disagree with the pipeline's counts of what it wrote.
+
+    Every shard of every format must be there, and each format of a directory must
+    hold the records the pipeline counted into it (``write/records_<directory>``).
+    """
+    records: dict[tuple[str, str], int] = defaultdict(int)
+    shards: dict[tuple[str, str], set[int]] = defaultdict(set)
+    expected: dict[tuple[str, str], int] = {}
+    for entry in files:
+        match = SHARD_NAME.fullmatch(entry["path"])
+        if match is None:
+            continue
+        key = (match["dir"], f"{match['prefix']}-*{match['suffix']}")
+        records[key] += entry["records"] or 0
+        shards[key].add(int(match["shard"]))
+        expected[key] = int(match["of"])
+    problems = []
+    for (directory, pattern), count in sorted(records.items()):
+        missing = set(range(expected[directory, pattern])) - shards[directory, pattern]
+        if missing:
+            problems.append(f"{directory}/{pattern}: shards {sorted(missing)} missing")
+        counted = counters.get(f"write/records_{directory}", 0)
+        if count != counted:
+            problems.append(f"{directory}/{pattern}: {count} records, the pipeline wrote {counted}")
+    return problems
+
+
+def checked_inventory(directory: str, counters: dict[str, int]) -> list[dict]:
+    """The version's files for its manifest, after checking them against the pipeline's counts."""
+    files = inventory(directory)
+    problems = count_problems(files, counters)
+    if problems:
+        raise RuntimeError(
+            f"{directory}: the written files do not match what the pipeline wrote ("
+            + "; ".join(problems)
+            + "): not marking the version complete"
+        )
+    return files
+
+
+def verify_version(directory: str) -> dict:
+    """The version's manifest, once every file it lists is there, unaltered, and no other.
+
+    Every reader of a version calls this; a problem is an InputError naming the file.
+    """
+    if not FileSystems.exists(FileSystems.join(directory, MANIFEST_FILE)):
+        raise InputError(f"{directory}: no {MANIFEST_FILE}: not a version written by generate")
+    manifest = read_manifest(directory)
+    if "files" not in manifest:
+        raise InputError(
+            f"{directory}: its {MANIFEST_FILE} lists no files (written by an older release), "
+            "so it cannot be verified; generate the version again (--force)"
+        )
+    listed = {entry["path"]: entry for entry in manifest["files"]}
+    present = set(version_paths(directory))
+    for path in sorted(listed.keys() - present):
+        raise InputError(
+            f"{FileSystems.join(directory, path)}: missing (the version's {MANIFEST_FILE} lists "
+            "it); the version is damaged: generate it again (--force)"
+        )
+    for path in sorted(present - listed.keys()):
+        raise InputError(
+            f"{FileSystems.join(directory, path)}: not part of the version (its "
+            f"{MANIFEST_FILE} does not list it); remove it"
+        )
+    for path, entry in sorted(listed.items()):
+        # Bytes and checksum only: a damaged shard may not even parse.
+        found = fingerprint(read_file(FileSystems.join(directory, path)))
+        if (found["bytes"], found["sha256"]) != (entry["bytes"], entry["sha256"]):
+            raise InputError(
+                f"{FileSystems.join(directory, path)}: altered since the version was written "
+                f"({found['bytes']} bytes, sha256 {found['sha256'][:12]}; the manifest says "
+                f"{entry['bytes']} bytes, sha256 {entry['sha256'][:12]}); the version is "
+                "damaged: generate it again (--force)"
+            )
+    return manifest
 
 
 def content_options(options: dict) -> dict:
@@ -82,8 +224,13 @@ def plan_version(output: str, name: str, *, force: bool) -> Version:
 
 
 def clear_incomplete(version: Version) -> None:
-    """Removes what a failed run left in this version, so its shards cannot mix with ours."""
-    left = list_files(FileSystems.join(version.directory, "**"))
+    """Removes what a failed run left in this version, so its shards cannot mix with ours.
+
+    Call only while holding the version's claim (:mod:`pipelines.claims`): the
+    files are then a dead run's, never those of a run still writing.
+    """
+    claim = FileSystems.join(version.directory, LOCK_FILE)
+    left = [path for path in list_files(FileSystems.join(version.directory, "**")) if path != claim]
     if left:
         logging.warning(
             "removing %d files of incomplete version %s left by a failed run",
@@ -132,14 +279,17 @@ def latest_version(output: str) -> Version | None:
 def completed_dataset(path: str) -> str:
     """The dataset directory to read: ``path`` itself if completed, else what its ``latest`` names.
 
-    Refuses anything without a completion marker: such a version is being
-    written or its run failed, and its files may be partial.
+    Refuses anything without a completion marker (such a version is being
+    written or its run failed, and its files may be partial) and a version
+    whose files differ from its manifest's list (:func:`verify_version`).
     """
     if is_complete(path):
+        verify_version(path)
         return path
     latest = latest_version(path)
     if latest is not None:
         if latest.complete:
+            verify_version(latest.directory)
             return latest.directory
         raise InputError(
             f"{FileSystems.join(path, LATEST_FILE)} names {latest.directory}, which has no "

@@ -18,6 +18,7 @@ class RawCaption(NamedTuple):
     caption: str
     file_name: str
     url: str
+    source: str = ""  # the input file it was read from
 
 
 class Caption(NamedTuple):

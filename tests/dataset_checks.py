@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
 from pipelines.options import GenerateOptions
+from pipelines.versions import verify_version
 from schemas.instance import parse_mcic_line
 from tests.tfrecord_reader import parse_example, read_records
 from transforms.strategies.registry import STRATEGIES
@@ -206,6 +207,7 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
     name the further checks below.
     """
     output, n_dev, n_test = options.output, options.n_dev, options.n_test
+    verify_version(output)  # the files checked below are exactly those the manifest lists
     surf_limit, strategy = options.surf_limit, STRATEGIES[options.decoys]
     decoy_pool = options.strategy_config().decoy_pool
     rows = {split: read_parquet(output, split) for split in SPLITS}

@@ -6,7 +6,9 @@ points the client at it. Beam asks google-auth for credentials before it
 builds the client; the metadata server answers that the way a Dataflow
 worker's metadata server does (project id, service account, access token),
 so the real credential path runs instead of ~20 s of retries and an
-anonymous fallback.
+anonymous fallback. The emulator ignores GCS's generation-match
+preconditions, which version claims rely on (``pipelines/claims.py``);
+:func:`honour_preconditions` adds them to its insert and delete handlers.
 """
 
 import json
@@ -14,8 +16,12 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from gcp_storage_emulator import server
+from gcp_storage_emulator.exceptions import NotFound
+from gcp_storage_emulator.handlers import objects
 from gcp_storage_emulator.server import create_server
 
 PROJECT = "dmc-test-project"
@@ -73,6 +79,48 @@ class _RefusingHandler(BaseHTTPRequestHandler):
         pass
 
 
+_PRECONDITIONS = threading.Lock()  # a check and its write are one step, as on GCS
+
+
+def _generation(request, storage) -> str:
+    """The object's current generation, "0" when it does not exist."""
+    name = request.params.get("object_id") or (request.query.get("name") or [None])[0]
+    if name is None:
+        name = request.data["meta"].get("name")
+    try:
+        return str(storage.get_file_obj(request.params["bucket_name"], name)["generation"])
+    except NotFound:
+        return "0"
+
+
+def _with_precondition(handler):
+    def handle(request, response, storage, *args, **kwargs):
+        wanted = request.query.get("ifGenerationMatch")
+        with _PRECONDITIONS:
+            if wanted and _generation(request, storage) != wanted[0]:
+                response.status = HTTPStatus.PRECONDITION_FAILED
+                response.json({"error": {"code": 412, "message": "conditionNotMet"}})
+                return None
+            return handler(request, response, storage, *args, **kwargs)
+
+    return handle
+
+
+def honour_preconditions() -> None:
+    """Makes the emulator's object insert and delete honour ``ifGenerationMatch``."""
+    if getattr(objects.insert, "honours_preconditions", False):
+        return
+    replaced = {}
+    for name in ("insert", "delete"):
+        original = getattr(objects, name)
+        replaced[original] = _with_precondition(original)
+        replaced[original].honours_preconditions = True
+        setattr(objects, name, replaced[original])
+    for _, handlers in server.HANDLERS:
+        for method, handler in handlers.items():
+            handlers[method] = replaced.get(handler, handler)
+
+
 def _serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -88,6 +136,7 @@ def gcs_servers() -> Iterator[dict[str, str]]:
     user without permission sees.
     """
     logging.getLogger("gcp_storage_emulator").setLevel(logging.ERROR)
+    honour_preconditions()
     metadata, refusing = _serve(_MetadataHandler), _serve(_RefusingHandler)
     storage = create_server("127.0.0.1", 0, in_memory=True)
     storage.start()

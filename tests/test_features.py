@@ -1,6 +1,11 @@
 """Feature building: concept bags from other captions only, user features matched or refused."""
 
+import pathlib
+import re
+
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from transforms.errors import InputError
@@ -65,3 +70,31 @@ def test_user_features_match_by_id_or_file_name_and_missing_ones_are_counted(tmp
     (tmp_path / "ids.txt").write_text("139\n")
     with pytest.raises(InputError, match="1 ids for a feature array of shape"):
         read_image_features(str(tmp_path / "feats.npy"), str(tmp_path / "ids.txt"))
+
+
+def test_non_finite_values_and_images_given_twice_are_errors_naming_the_rows(tmp_path):
+    parquet = str(tmp_path / "features.parquet")
+    vectors = [[0.5, 1.0], [float("nan"), 1.0], [1.0, 2.0], [0.0, float("-inf")]]
+    pq.write_table(pa.table({"image": ["a", "b", "c", "d"], "features": vectors}), parquet)
+    with pytest.raises(InputError) as raised:
+        read_image_features(parquet, "")
+    assert str(raised.value) == (
+        f"{parquet}: 2 rows hold NaN or infinite values: row 1 (image b), row 3 (image d)"
+    )
+
+    pq.write_table(pa.table({"image": ["a", "b", "a"], "features": vectors[:1] * 3}), parquet)
+    with pytest.raises(InputError) as raised:
+        read_image_features(parquet, "")
+    assert (
+        str(raised.value) == f"{parquet}: image a has two rows, 0 and 2: give one vector per image"
+    )
+
+    npy, ids = str(tmp_path / "features.npy"), str(tmp_path / "ids.txt")
+    np.save(npy, np.array([[1.0, 0.0], [0.0, np.inf]]))
+    pathlib.Path(ids).write_text("139\n285\n")
+    with pytest.raises(InputError, match=re.escape(f"{npy} with {ids}: 1 rows hold NaN")):
+        read_image_features(npy, ids)
+    np.save(npy, np.eye(2))
+    pathlib.Path(ids).write_text("139\n139\n")
+    with pytest.raises(InputError, match=re.escape(f"{npy} with {ids}: image 139 has two rows")):
+        read_image_features(npy, ids)

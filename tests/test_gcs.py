@@ -4,14 +4,22 @@ What the emulator does not cover is listed in the README (cloud runs).
 """
 
 import dataclasses
+import json
+import os
 import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
 
 import pytest
 from google.cloud import storage
 
+from pipelines.claims import LOCK_FILE
 from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
-from pipelines.versions import completed_dataset
+from pipelines.versions import completed_dataset, verify_version
 from tests.conftest import SMALL, SMALL_MCIC
 from tests.dataset_checks import check_dataset
 from tests.gcs_emulator import PROJECT, gcs_servers
@@ -114,3 +122,56 @@ def test_a_failed_gcs_run_is_not_published_and_the_next_one_clears_it(gcs, corpu
     assert stale.startswith(f"failing/{version.name}/") and stale not in names
     assert client.bucket(BUCKET).blob("failing/latest").download_as_text().strip() == version.name
     assert not any(".tmp-" in name or ".write-check-" in name for name in names)
+
+
+def _wait_for(condition, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_a_killed_gcs_run_is_not_published_and_a_rerun_takes_over_its_claim(
+    gcs, corpus_in_bucket, tmp_path
+):
+    """A real process, killed (SIGKILL) while it writes: no clean-up of its own runs."""
+    client, _ = gcs
+    bucket = client.bucket(BUCKET)
+    bucket.blob("killed/latest").upload_from_string(b"an-earlier-version\n")
+    command = [sys.executable, "-m", "pipelines.generate", "--input", corpus_in_bucket]
+    command += ["--output", f"gs://{BUCKET}/killed"]
+    command += [f"--{name}={value}" for name, value in {**SMALL, "seed": 2}.items()]
+
+    def names() -> set[str]:
+        return {blob.name for blob in client.list_blobs(BUCKET, prefix="killed/")}
+
+    with open(tmp_path / "killed.err", "wb") as stderr:
+        killed = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
+        )
+    try:
+        _wait_for(lambda: any(name.endswith(f"/{LOCK_FILE}") for name in names()), 300)
+        [lock] = [name for name in names() if name.endswith(f"/{LOCK_FILE}")]
+        version = lock.split("/")[1]
+        # Once it writes the version's files (its corpus, its model), not before.
+        _wait_for(lambda: len([n for n in names() if n.startswith(f"killed/{version}/")]) > 1, 300)
+        assert killed.poll() is None, (tmp_path / "killed.err").read_text()[-3000:]
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
+
+    left = names()
+    assert len([name for name in left if name.startswith(f"killed/{version}/")]) > 1
+    assert not any(name.endswith("_COMPLETE") for name in left)
+    assert bucket.blob("killed/latest").download_as_text() == "an-earlier-version\n"
+    owner = json.loads(bucket.blob(lock).download_as_bytes())
+    assert (owner["host"], owner["pid"]) == (socket.gethostname(), killed.pid)
+
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    directory = f"gs://{BUCKET}/killed/{version}"
+    assert rerun.stdout.strip().endswith(f"dataset written to {directory}")
+    assert bucket.blob("killed/latest").download_as_text().strip() == version
+    manifest = verify_version(directory)  # the killed run's files are gone, none is extra
+    assert any(entry["path"].endswith(".parquet") for entry in manifest["files"])
+    assert f"killed/{version}/_COMPLETE" in names()
+    assert not any(name.endswith(LOCK_FILE) or ".stale-" in name for name in names())

@@ -1,7 +1,20 @@
-import numpy as np
+import re
 
-from transforms.corpus.paragraph_vectors import PVConfig, train_paragraph_vectors, unit_vectors
+import numpy as np
+import pytest
+
+from transforms.corpus.paragraph_vectors import (
+    CORPUS_DIGEST,
+    PVConfig,
+    check_model_corpus,
+    corpus_digest,
+    load_model,
+    save_model,
+    train_paragraph_vectors,
+    unit_vectors,
+)
 from transforms.corpus.synthetic import images
+from transforms.errors import InputError
 
 CONFIG = PVConfig(dim=32, epochs=5, min_count=1, hs=1, negative=0, seed=11, workers=1)
 
@@ -24,3 +37,28 @@ def test_captions_of_one_image_are_closer_than_captions_of_others():
     same = np.mean([vectors[i] @ vectors[i + 1] for i in range(0, 1000, 5)])
     other = np.mean([vectors[i] @ vectors[(i + 500) % 1000] for i in range(0, 1000, 5)])
     assert same > other + 0.1
+
+
+def test_a_reused_model_must_carry_the_checksum_of_exactly_these_captions(tmp_path):
+    documents = _documents()[:50]
+    ids = [str(row) for row in range(len(documents))]
+    digest = corpus_digest(ids, documents)
+    model = train_paragraph_vectors(documents, CONFIG)
+    setattr(model, CORPUS_DIGEST, digest)  # as pipelines.generate and optimize stamp theirs
+    stamped = str(tmp_path / "stamped.model")
+    save_model(model, stamped)
+    check_model_corpus(load_model(stamped), digest, stamped)
+
+    reworded = [*documents[:-1], ["a", "purple", "giraffe"]]  # as many captions, one changed
+    with pytest.raises(
+        InputError, match=re.escape(f"{stamped}: the model was trained on other captions")
+    ):
+        check_model_corpus(load_model(stamped), corpus_digest(ids, reworded), stamped)
+    reordered = corpus_digest(ids[::-1], documents[::-1])
+    with pytest.raises(InputError, match="other captions \\(or in another order\\)"):
+        check_model_corpus(load_model(stamped), reordered, stamped)
+
+    plain = str(tmp_path / "gensim.model")
+    train_paragraph_vectors(documents, CONFIG).save(plain)  # gensim's own save: no stamp
+    with pytest.raises(InputError, match=re.escape(f"{plain}: the model carries no checksum")):
+        check_model_corpus(load_model(plain), digest, plain)

@@ -37,10 +37,11 @@ def test_regenerates_only_when_an_input_changes(synthetic_corpus, tmp_path, caps
     assert code == 0
     name = (root / "latest").read_text().strip()
     assert re.fullmatch(
-        rf"generated {name} in \d+s \(first run\): [\d,]+ instances, latest -> {name}", first
+        rf"generated {name} in \d+s \(first run\): [\d,]+ instances, latest set to {name}", first
     )
     code, again = _regenerate(capsys, str(corpus), root)
     assert (code, again.split(" (")[0]) == (0, f"up to date: {name}")
+    assert again.endswith(f"instances), latest left at {name}")
 
     data = json.loads(corpus.read_text())
     data["annotations"][0]["caption"] = "a purple giraffe reads a newspaper on a bus"
@@ -50,7 +51,16 @@ def test_regenerates_only_when_an_input_changes(synthetic_corpus, tmp_path, caps
     assert code == 0 and new != name
     assert changed.startswith(f"generated {new} in ")
     assert f"(input changed {corpus}): " in changed
+    assert changed.endswith(f"latest moved from {name} to {new}")
     assert (root / name / "_COMPLETE").exists()
+
+    # Reverted: the first version is complete, so nothing is generated, but latest moves back.
+    corpus.write_bytes(pathlib.Path(synthetic_corpus).read_bytes())
+    code, reverted = _regenerate(capsys, str(corpus), root)
+    assert code == 0 and (root / "latest").read_text().strip() == name
+    assert reverted.startswith(f"up to date: {name} (")
+    assert reverted.endswith(f"instances), latest moved from {new} to {name}")
+    assert "nothing to do" not in reverted
 
 
 def test_a_failure_is_one_line_and_exit_code_1(synthetic_corpus, tmp_path, capsys):

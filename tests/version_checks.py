@@ -1,27 +1,28 @@
 """What the version tests share: a run made to fail part way, and a version's files by content."""
 
-import hashlib
-import pathlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 
 import transforms.dataset.write
-from pipelines.versions import COMPLETE_FILE
+from pipelines.versions import COMPLETE_FILE, read_manifest, verify_version
 
 # Written by every run, with times in them; the dataset is the rest.
 RUN_RECORDS = {"manifest.json", COMPLETE_FILE, "pv/doc2vec.model"}
 
 
 def version_files(directory: str) -> dict[str, str]:
-    """Relative path -> sha256 of every file under a version, run records left out."""
-    files = {}
-    for path in pathlib.Path(directory).rglob("*"):
-        name = path.relative_to(directory).as_posix()
-        if path.is_file() and name not in RUN_RECORDS:
-            files[name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return files
+    """Relative path -> sha256 of every file under a version, run records left out.
+
+    Checks the version against its manifest first (pipelines.versions.verify_version).
+    """
+    verify_version(directory)
+    return {
+        entry["path"]: entry["sha256"]
+        for entry in read_manifest(directory)["files"]
+        if entry["path"] not in RUN_RECORDS
+    }
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 """Whole-file reads and writes through Beam's filesystems (local paths, gs://, ...)."""
 
 import json
+import os
 import re
 import uuid
 
@@ -34,7 +35,9 @@ def list_files(pattern: str) -> list[str]:
 
 
 def check_location(path: str, flag: str) -> None:
-    """A malformed gs:// path is caught here, not as a listing error deep in Beam."""
+    """An empty or malformed gs:// path is caught here, not as a listing error deep in Beam."""
+    if not path.strip():
+        raise InputError(f"--{flag} is empty: give a directory (a local path or gs://BUCKET/PATH)")
     if path.startswith("gs:/") and not GCS_PATH.fullmatch(path):
         raise InputError(f"--{flag} {path}: GCS paths look like gs://BUCKET/PATH")
 
@@ -43,7 +46,7 @@ def bucket_of(path: str) -> str | None:
     return path[len("gs://") :].split("/")[0] if path.startswith("gs://") else None
 
 
-def _storage_client():
+def storage_client():
     """The client Beam's GCS filesystem uses, with the same credentials."""
     from apache_beam.io.gcp.gcsio import create_storage_client  # Beam's gcp extra
 
@@ -52,7 +55,7 @@ def _storage_client():
 
 def bucket_exists(bucket: str) -> bool:
     """Beam lists a missing bucket as empty, so GCS itself is asked."""
-    return _storage_client().lookup_bucket(bucket) is not None
+    return storage_client().lookup_bucket(bucket) is not None
 
 
 def storage_problem(error: BaseException) -> str:
@@ -67,11 +70,13 @@ def storage_problem(error: BaseException) -> str:
 
 def check_writable(directory: str) -> None:
     """Fails in a second, before hours of work, when the output cannot be written."""
+    if os.path.isfile(directory):
+        raise InputError(f"{directory}: is a file; give a directory to write into")
     probe = FileSystems.join(directory, f".write-check-{uuid.uuid4().hex}")
     bucket = bucket_of(probe)
     try:
         if bucket:  # a failed GCS file handle retries its upload when garbage-collected
-            blob = _storage_client().bucket(bucket).blob(probe[len(f"gs://{bucket}/") :])
+            blob = storage_client().bucket(bucket).blob(probe[len(f"gs://{bucket}/") :])
             blob.upload_from_string(b"")
             blob.delete()
         else:

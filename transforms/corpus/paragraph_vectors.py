@@ -1,8 +1,10 @@
 """PV-DBOW paragraph vectors (gensim ``Doc2Vec``, ``dm=0``): simPV's embedding."""
 
+import hashlib
 import logging
 import pickle
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -10,7 +12,11 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from gensim.models.doc2vec import Doc2Vec, TaggedDocument
 
+from transforms.errors import InputError
 from transforms.files import read_file
+
+# The attribute a model carries with the digest of the captions it was trained on.
+CORPUS_DIGEST = "dmc_corpus_sha256"
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,7 @@ def train_paragraph_vectors(documents: Sequence[Sequence[str]], config: PVConfig
     With ``workers=1`` the model is identical from run to run for a seed;
     gensim's multi-threaded training is faster but not reproducible.
     """
+    check_vocabulary(documents, config.min_count)
     started = time.monotonic()
     model = Doc2Vec(
         [TaggedDocument(list(words), [row]) for row, words in enumerate(documents)],
@@ -52,6 +59,47 @@ def train_paragraph_vectors(documents: Sequence[Sequence[str]], config: PVConfig
     return model
 
 
+def check_vocabulary(documents: Sequence[Sequence[str]], min_count: int) -> None:
+    """gensim fails deep inside training when --pv_min_count leaves no word; say so first."""
+    counts = Counter(word for words in documents for word in words)
+    most = max(counts.values(), default=0)
+    if most < min_count:
+        raise InputError(
+            f"--pv_min_count {min_count} leaves no word to train on: the most frequent word "
+            f"occurs {most} times; lower --pv_min_count"
+        )
+
+
+def corpus_digest(caption_ids: Sequence[str], documents: Sequence[Sequence[str]]) -> str:
+    """The sha256 of the captions, in order: what a model's document vectors stand for.
+
+    >>> corpus_digest(["1"], [["a", "dog"]]) == corpus_digest(["1"], [["a", "dog"]])
+    True
+    >>> corpus_digest(["1", "2"], [["a"], ["b"]]) == corpus_digest(["2", "1"], [["b"], ["a"]])
+    False
+    """
+    digest = hashlib.sha256()
+    for caption_id, words in zip(caption_ids, documents, strict=True):
+        digest.update(f"{caption_id}\t{' '.join(words)}\n".encode())
+    return digest.hexdigest()
+
+
+def check_model_corpus(model: Doc2Vec, digest: str, path: str) -> None:
+    """A reused model must have been trained on exactly these captions in this order."""
+    stamped = getattr(model, CORPUS_DIGEST, None)
+    if stamped is None:
+        raise InputError(
+            f"{path}: the model carries no checksum of the captions it was trained on, so "
+            "it cannot be matched to this corpus; use one written by pipelines.generate or "
+            "pipelines.optimize"
+        )
+    if stamped != digest:
+        raise InputError(
+            f"{path}: the model was trained on other captions (or in another order) than "
+            "this corpus; train one on it (drop --pv_model)"
+        )
+
+
 def unit_vectors(model: Doc2Vec) -> np.ndarray:
     """Row-normalised float32 document vectors: inner product = cosine = simPV."""
     vectors = np.asarray(model.dv.vectors, dtype=np.float32)
@@ -66,5 +114,10 @@ def save_model(model: Doc2Vec, path: str) -> None:
 
 
 def load_model(path: str) -> Doc2Vec:
-    """Reads a model written by :func:`save_model` (or gensim's own ``save``)."""
+    """Reads a model written by :func:`save_model` or gensim's ``save``.
+
+    Reading is not accepting: a model is used only once :func:`check_model_corpus`
+    found the checksum of exactly these captions stamped on it, which only models
+    written by pipelines.generate and pipelines.optimize carry.
+    """
     return pickle.loads(read_file(path))

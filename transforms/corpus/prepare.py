@@ -11,12 +11,15 @@ from transforms.corpus.split import AssignSplits
 class PrepareCaptions(beam.PTransform):
     """Pipeline -> {"captions": Caption with split, "skipped": Skip}."""
 
-    def __init__(self, *, inputs: list[str], seed: int, n_dev: int, n_test: int):
+    def __init__(
+        self, *, inputs: list[str], seed: int, n_dev: int, n_test: int, merge: bool = False
+    ):
         super().__init__()
         self._inputs, self._seed, self._n_dev, self._n_test = inputs, seed, n_dev, n_test
+        self._merge = merge
 
     def expand(self, pipeline):
-        raw = pipeline | "ReadCaptions" >> ReadCaptions(self._inputs)
+        raw = pipeline | "ReadCaptions" >> ReadCaptions(self._inputs, merge=self._merge)
         normalized = raw | "NormalizeCaptions" >> NormalizeCaptions()
         captions = normalized["captions"] | "AssignSplits" >> AssignSplits(
             seed=self._seed, n_dev=self._n_dev, n_test=self._n_test

@@ -1,13 +1,17 @@
 """Reading caption corpora: COCO ``captions_*.json`` and Flickr token files.
 
 Everything goes through ``apache_beam.io.filesystems``, so local paths and
-``gs://`` work alike. Bad input raises :class:`InputError` naming the file and
+``gs://`` work alike; gzip-compressed files are read as such, and a UTF-8 byte
+order mark is ignored. Bad input raises :class:`InputError` naming the file and
 record; nothing is dropped silently here (empty captions are counted later,
-by normalisation).
+by normalisation). An image id belongs to one input file: one in two files is
+an error naming both, unless the user asks to merge them (``--merge_inputs``).
 """
 
+import gzip
 import json
-from collections.abc import Iterator
+import os
+from collections.abc import Iterable, Iterator
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -38,7 +42,24 @@ def expand_inputs(spec: str) -> list[str]:
         if not matched:
             raise InputError(f"{pattern}: {_why_nothing_matched(pattern)}")
         paths.update(metadata.path for metadata in matched)
+    for path in sorted(paths):
+        if os.path.isdir(path):
+            raise InputError(
+                f"{path}: is a directory; --input takes files or globs such as {path}/*.json"
+            )
     return sorted(paths)
+
+
+def check_distinct_contents(checksums: list[dict]) -> None:
+    """Two paths with the same bytes are one file given twice: its captions would count twice."""
+    seen: dict[str, str] = {}
+    for checksum in checksums:
+        first = seen.setdefault(checksum["sha256"], checksum["path"])
+        if first != checksum["path"]:
+            raise InputError(
+                f"{checksum['path']}: the same content (sha256 {checksum['sha256'][:12]}) as "
+                f"{first}: the same file given twice? give it once"
+            )
 
 
 def _why_nothing_matched(pattern: str) -> str:
@@ -52,15 +73,34 @@ def _why_nothing_matched(pattern: str) -> str:
     return "no such file (check the path or glob in --input)"
 
 
-def parse_captions(path: str, data: bytes) -> Iterator[RawCaption]:
-    """Parses one corpus file; the format is told by its first character."""
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def decode(path: str, data: bytes) -> str:
+    """The file's text: gunzipped if compressed, without a UTF-8 byte order mark.
+
+    >>> decode("a.json", gzip.compress("\ufeff{}".encode()))
+    '{}'
+    """
+    if data.startswith(GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as error:
+            raise InputError(f"{path}: a damaged gzip file ({error})") from error
+    if not data.strip():
+        raise InputError(f"{path}: the file is empty: give a COCO or Flickr captions file")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InputError(
             f"{path}: not UTF-8 (byte {error.start}: {data[error.start : error.start + 1]!r}); "
             "re-encode the file as UTF-8"
         ) from error
+
+
+def parse_captions(path: str, data: bytes) -> Iterator[RawCaption]:
+    """Parses one corpus file; the format is told by its first character."""
+    text = decode(path, data)
     if text.lstrip().startswith("{"):
         return _parse_coco(path, text)
     return _parse_flickr(path, text)
@@ -78,10 +118,17 @@ def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
             raise InputError(
                 f"{path}: no '{key}' list; a COCO captions file has 'images' and 'annotations'"
             )
-    images = {}
+    images, index_of = {}, {}
     for index, image in enumerate(document["images"]):
         _require(path, f"images[{index}]", image, ("id", "file_name"))
-        images[str(image["id"])] = image
+        image_id = str(image["id"])
+        first = images.setdefault(image_id, image)
+        if first["file_name"] != image["file_name"]:
+            raise InputError(
+                f"{path}: images[{index}] has id {image_id} like images[{index_of[image_id]}], "
+                f"with another file name ({image['file_name']} and {first['file_name']})"
+            )
+        index_of.setdefault(image_id, index)
     for index, annotation in enumerate(document["annotations"]):
         record = f"annotations[{index}]"
         _require(path, record, annotation, ("id", "image_id", "caption"))
@@ -99,6 +146,7 @@ def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
             caption=annotation["caption"],
             file_name=str(image["file_name"]),
             url=str(image.get("coco_url", "")),
+            source=path,
         )
 
 
@@ -108,6 +156,9 @@ def _require(path: str, record: str, value: object, keys: tuple[str, ...]) -> No
     missing = [key for key in keys if key not in value]
     if missing:
         raise InputError(f"{path}: {record} has no {', '.join(repr(k) for k in missing)}")
+    null = [key for key in keys if value[key] is None]
+    if null:
+        raise InputError(f"{path}: {record}: {', '.join(repr(k) for k in null)} is null")
 
 
 def _parse_flickr(path: str, text: str) -> Iterator[RawCaption]:
@@ -127,20 +178,45 @@ def _parse_flickr(path: str, text: str) -> Iterator[RawCaption]:
             caption=caption,
             file_name=file_name,
             url="",
+            source=path,
         )
 
 
-class ReadCaptions(beam.PTransform):
-    """File paths -> RawCaption, one file per element so files read in parallel."""
+def check_one_source(image: tuple[str, Iterable[str]]) -> str:
+    """An image id read from two files is refused: their captions would silently merge."""
+    image_id, sources = image
+    files = sorted(sources)
+    if len(files) > 1:
+        raise InputError(
+            f"image id {image_id} is in {files[0]} and in {files[1]}: image ids must be unique "
+            "across input files (--merge_inputs merges their captions)"
+        )
+    return image_id
 
-    def __init__(self, paths: list[str]):
+
+class ReadCaptions(beam.PTransform):
+    """File paths -> RawCaption, one file per element so files read in parallel.
+
+    Unless ``merge``, every image id is checked to come from one file only.
+    """
+
+    def __init__(self, paths: list[str], *, merge: bool = False):
         super().__init__()
-        self._paths = paths
+        self._paths, self._merge = paths, merge
 
     def expand(self, pipeline):
-        return (
+        captions = (
             pipeline
             | "Paths" >> beam.Create(self._paths)
             | "Read" >> beam.Map(lambda path: (path, read_file(path)))
             | "Parse" >> beam.FlatMapTuple(parse_captions)
         )
+        if not self._merge:
+            _ = (
+                captions
+                | "ImageSources" >> beam.Map(lambda caption: (caption.image_id, caption.source))
+                | "Distinct" >> beam.Distinct()
+                | "ByImage" >> beam.GroupByKey()
+                | "OneSourceEach" >> beam.Map(check_one_source)
+            )
+        return captions

@@ -35,7 +35,10 @@ from apache_beam.metrics import Metrics
 
 from schemas.records import Caption, caption_order
 from transforms.corpus.paragraph_vectors import (
+    CORPUS_DIGEST,
     PVConfig,
+    check_model_corpus,
+    corpus_digest,
     load_model,
     save_model,
     train_paragraph_vectors,
@@ -261,13 +264,14 @@ def train_and_write(
     check_pool_size(ordered, neighbours, decoy_pool)
     Metrics.counter("corpus", "captions").inc(len(ordered))
     documents = [caption.text.split() for caption in ordered]
+    digest = corpus_digest([caption.caption_id for caption in ordered], documents)
     with timed("pv", "train"):
-        model = load_model(pretrained) if pretrained else train_paragraph_vectors(documents, pv)
-    if len(model.dv) != len(ordered):
-        raise InputError(
-            f"{pretrained}: the model has {len(model.dv)} document vectors but the corpus "
-            f"has {len(ordered)} captions; it was trained on another corpus"
-        )
+        if pretrained:
+            model = load_model(pretrained)
+            check_model_corpus(model, digest, pretrained)
+        else:
+            model = train_paragraph_vectors(documents, pv)
+            setattr(model, CORPUS_DIGEST, digest)
     with timed("corpus", "encode_and_write"):
         columns = {name: [getattr(c, name) for c in ordered] for name in CAPTION_COLUMNS}
         corpus = make_corpus(columns, unit_vectors(model), encode_ngrams(documents))

@@ -102,7 +102,17 @@ def write_shard(
         paths.append(shard_path(directory, form, shard, num_shards))
         write_file(paths[-1], form.encode(records))
     Metrics.counter("write", "shards").inc()
+    Metrics.counter("write", records_counter(directory)).inc(len(records))
     return paths
+
+
+def records_counter(directory: str) -> str:
+    """The counter of records written under ``directory`` (each format holds them all).
+
+    >>> records_counter("gs://b/out/v1/train")
+    'records_train'
+    """
+    return f"records_{directory.rstrip('/').rsplit('/', 1)[-1]}"
 
 
 class WriteShards(beam.PTransform):

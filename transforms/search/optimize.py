@@ -25,7 +25,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import Caption
 from transforms.corpus.paragraph_vectors import (
+    CORPUS_DIGEST,
     PVConfig,
+    corpus_digest,
     load_model,
     save_model,
     train_paragraph_vectors,
@@ -151,6 +153,7 @@ class SearchCorpus:
     image_of: np.ndarray  # dense image index per row
     evaluation: np.ndarray  # rows of the evaluation set
     full: bool  # every caption of the corpus, so the winner can be reused as is
+    digest: str  # corpus_digest of the captions: stamped on every model, checked on reuse
 
 
 def search_corpus(
@@ -171,7 +174,9 @@ def search_corpus(
             f"the {split} split has {len(evaluation)} captions in the searched images: "
             "raise --search_sample_images or choose another --search_split"
         )
-    return SearchCorpus([c.text.split() for c in ordered], image_of, evaluation, full)
+    documents = [c.text.split() for c in ordered]
+    digest = corpus_digest([c.caption_id for c in ordered], documents)
+    return SearchCorpus(documents, image_of, evaluation, full, digest)
 
 
 def score_pv_point(
@@ -181,6 +186,7 @@ def score_pv_point(
     dim, epochs = point
     with timed("search", "optimize_pv") as elapsed:
         model = train_paragraph_vectors(corpus.documents, replace(pv, dim=dim, epochs=epochs))
+        setattr(model, CORPUS_DIGEST, corpus.digest)
         vectors = unit_vectors(model)[corpus.evaluation]
         rank, pairs = mgs_rank(vectors, corpus.image_of[corpus.evaluation])
         path = FileSystems.join(models, f"pv-dim{dim}-epochs{epochs}.model")

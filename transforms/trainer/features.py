@@ -156,7 +156,29 @@ def read_image_features(path: str, ids_path: str) -> tuple[list[str], np.ndarray
             f"{where}: {len(ids)} ids for a feature array of shape {vectors.shape}: "
             "expected one vector (row) per id"
         )
+    check_feature_rows(ids, vectors, where)
     return ids, vectors
+
+
+def check_feature_rows(ids: list[str], vectors: np.ndarray, where: str) -> None:
+    """One finite vector per image: a NaN would turn every image model's weights to NaN.
+
+    >>> check_feature_rows(["a", "b"], np.array([[0.0], [np.inf]]), "f.parquet")
+    Traceback (most recent call last):
+    ...
+    transforms.errors.InputError: f.parquet: 1 rows hold NaN or infinite values: row 1 (image b)
+    """
+    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+    if len(bad):
+        rows = ", ".join(f"row {row} (image {ids[row]})" for row in bad[:5].tolist())
+        raise InputError(f"{where}: {len(bad)} rows hold NaN or infinite values: {rows}")
+    first_row: dict[str, int] = {}
+    for row, image in enumerate(ids):
+        first = first_row.setdefault(image, row)
+        if first != row:
+            raise InputError(
+                f"{where}: image {image} has two rows, {first} and {row}: give one vector per image"
+            )
 
 
 def match_images(ids: list[str], images: dict[str, str], where: str) -> dict[str, int]:

@@ -1,0 +1,238 @@
+"""One run per version: an exclusive claim (``OUTPUT/<version>/_LOCK``) with an owner and a lease.
+
+A run claims the version directory before it clears or writes anything in
+it, renews the lease while it runs and releases the claim at the end. The
+claim is created atomically: ``O_EXCL`` locally, the generation-match
+precondition ``ifGenerationMatch=0`` on GCS. A claim whose owner is gone (a
+process of this host that no longer exists, or a lease not renewed in time,
+e.g. a killed run on another machine) is stale and may be taken over; any
+other claim stops the run with a one-line error naming its owner. So a run
+never deletes or overwrites files of a run that is still writing.
+"""
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.errors import InputError
+from transforms.files import bucket_of, storage_client
+
+LOCK_FILE = "_LOCK"
+LEASE_SECONDS = 600.0  # a claim not renewed for this long is stale
+RENEW_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a claim, and until when it holds without renewing."""
+
+    run: str
+    host: str
+    pid: int
+    started: str
+    lease_until: float  # seconds since the epoch
+
+    def describe(self) -> str:
+        until = datetime.fromtimestamp(self.lease_until, timezone.utc).isoformat(timespec="seconds")
+        return f"pid {self.pid} on {self.host}, started {self.started}, lease until {until}"
+
+
+def new_owner(now: float) -> Owner:
+    return Owner(
+        run=uuid.uuid4().hex,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        started=datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
+        lease_until=now + LEASE_SECONDS,
+    )
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def is_stale(owner: Owner, now: float, host: str) -> bool:
+    """Gone: its lease ran out, or it was a process of this host that no longer exists.
+
+    >>> owner = Owner("r", "h", 1, "t", lease_until=100.0)
+    >>> is_stale(owner, 101.0, "other"), is_stale(owner, 99.0, "other")
+    (True, False)
+    """
+    return now > owner.lease_until or (owner.host == host and not pid_alive(owner.pid))
+
+
+def _encode(owner: Owner) -> bytes:
+    return json.dumps(asdict(owner), sort_keys=True).encode("utf-8")
+
+
+def _decode(data: bytes) -> Owner | None:
+    """None for a claim file cut short (its writer died while writing it): stale."""
+    try:
+        return Owner(**json.loads(data))
+    except (ValueError, TypeError):
+        return None
+
+
+class LocalClaim:
+    """The claim file on a local filesystem, created whole or not at all.
+
+    The owner is written to a file of its own, which is then hard-linked to
+    the claim's name: like ``O_EXCL``, the link fails when the name exists,
+    and no reader ever sees a claim without its owner.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def _written(self, data: bytes) -> str:
+        """A new file holding ``data`` beside the version directory (never inside: the
+        version's own files are listed while the claim is renewed)."""
+        directory = os.path.dirname(self.path)
+        written = f"{directory}{LOCK_FILE}.new-{uuid.uuid4().hex}"
+        with open(written, "xb") as file:
+            file.write(data)
+        return written
+
+    def create(self, data: bytes) -> str | None:
+        """The claim's token ("" locally), or None when the claim exists."""
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        written = self._written(data)
+        try:
+            os.link(written, self.path)
+        except FileExistsError:
+            return None
+        finally:
+            os.remove(written)
+        return ""
+
+    def read(self) -> tuple[bytes, str] | None:
+        try:
+            with open(self.path, "rb") as file:
+                return file.read(), ""
+        except FileNotFoundError:
+            return None
+
+    def take_over(self, token: str) -> bool:
+        """Moves the stale claim aside; of two runs taking over, one rename succeeds."""
+        try:
+            os.rename(self.path, f"{self.path}.stale-{uuid.uuid4().hex}")
+        except FileNotFoundError:
+            return False
+        return True
+
+    def renew(self, data: bytes, token: str) -> str:
+        os.replace(self._written(data), self.path)
+        return ""
+
+    def release(self, token: str) -> None:
+        os.remove(self.path)
+
+
+class GcsClaim:
+    """The claim object on GCS: generation-match preconditions make every step atomic."""
+
+    def __init__(self, path: str):
+        bucket = bucket_of(path)
+        self.path = path
+        self._blob_name = path[len(f"gs://{bucket}/") :]
+        self._bucket = storage_client().bucket(bucket)
+
+    def _upload(self, data: bytes, generation: int) -> str | None:
+        from google.api_core.exceptions import PreconditionFailed
+
+        blob = self._bucket.blob(self._blob_name)
+        try:
+            blob.upload_from_string(data, if_generation_match=generation)
+        except PreconditionFailed:
+            return None
+        return str(blob.generation)
+
+    def create(self, data: bytes) -> str | None:
+        """The claim's generation, or None when the claim exists."""
+        return self._upload(data, 0)
+
+    def read(self) -> tuple[bytes, str] | None:
+        blob = self._bucket.get_blob(self._blob_name)
+        if blob is None:
+            return None
+        generation = str(blob.generation)  # before the download, which may reset it
+        return blob.download_as_bytes(if_generation_match=int(generation)), generation
+
+    def take_over(self, token: str) -> bool:
+        from google.api_core.exceptions import NotFound, PreconditionFailed
+
+        try:
+            self._bucket.blob(self._blob_name).delete(if_generation_match=int(token))
+        except (PreconditionFailed, NotFound):
+            return False
+        return True
+
+    def renew(self, data: bytes, token: str) -> str:
+        generation = self._upload(data, int(token))
+        if generation is None:
+            raise RuntimeError(f"{self.path}: the claim was taken by another run")
+        return generation
+
+    def release(self, token: str) -> None:
+        self._bucket.blob(self._blob_name).delete(if_generation_match=int(token))
+
+
+def claim_file(directory: str) -> LocalClaim | GcsClaim:
+    path = FileSystems.join(directory, LOCK_FILE)
+    return GcsClaim(path) if bucket_of(path) else LocalClaim(path)
+
+
+def acquire(store: LocalClaim | GcsClaim, owner: Owner) -> str:
+    """Creates the claim, taking over a stale one; returns its token (GCS: its generation)."""
+    while (token := store.create(_encode(owner))) is None:
+        found = store.read()
+        if found is None:  # released meanwhile: try again
+            continue
+        data, token = found
+        holder = _decode(data)
+        if holder is not None and not is_stale(holder, time.time(), owner.host):
+            raise InputError(
+                f"{os.path.dirname(store.path) or store.path}: another run is writing this "
+                f"version ({holder.describe()}); wait for it to finish"
+            )
+        store.take_over(token)
+    return token
+
+
+@contextmanager
+def claimed(directory: str) -> Iterator[Owner]:
+    """Holds the version's claim for the block, renewing its lease; releases it after."""
+    store = claim_file(directory)
+    owner = new_owner(time.time())
+    token = acquire(store, owner)
+    stop = threading.Event()
+
+    def renew() -> None:
+        nonlocal token
+        while not stop.wait(RENEW_SECONDS):
+            renewed = Owner(**{**asdict(owner), "lease_until": time.time() + LEASE_SECONDS})
+            token = store.renew(_encode(renewed), token)
+
+    renewing = threading.Thread(target=renew, name="claim-renewal", daemon=True)
+    renewing.start()
+    try:
+        yield owner
+    finally:
+        stop.set()
+        renewing.join()
+        store.release(token)
