@@ -111,7 +111,11 @@ class GenerateOptions:
         1, "PV-DBOW training threads; 1 is reproducible for a seed, more is faster but not"
     )
     pv_model: str = _option(
-        "", "use this trained Doc2Vec model (of exactly this corpus) instead of training one"
+        "",
+        "use this trained Doc2Vec model instead of training one: a `pv/doc2vec.model` written "
+        "by `generate` or the winner `optimize` kept, on exactly these captions in this order "
+        "(the model carries their checksum); one saved by gensim itself, or of other captions, "
+        "is refused",
     )
     optimize: bool = _option(
         False, "generate: run OPTIMIZE-PV and OPTIMIZE-SCORE first and use their winners"
