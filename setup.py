@@ -23,6 +23,7 @@ setuptools.setup(
         "pyarrow>=14",
         "protobuf>=4.21",
         "google-crc32c>=1.5",  # TFRecord framing checksums for Beam's WriteToTFRecord
+        "google-api-core>=2.11",  # claims on GCS: the precondition and not-found errors
     ],
     extras_require={
         # gcp-storage-emulator: the GCS API server the cloud I/O tests start on loopback
