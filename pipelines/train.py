@@ -53,8 +53,8 @@ def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
     """Runs the trainer; returns the metrics (also in <output>/metrics.json and table.txt)."""
     options.validate()
     check_location(options.output, "output")
+    dataset = completed_dataset(options.dataset)  # before the write check creates the output
     check_writable(options.output)
-    dataset = completed_dataset(options.dataset)
     pipeline = local_or_given_runner(beam_args or [])
     build_pipeline(pipeline, options, dataset)
     counters = run_to_completion(pipeline)
