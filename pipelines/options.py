@@ -77,9 +77,9 @@ class GenerateOptions:
         50, "closed_sets: a caption's set is formed among its K nearest captions of its split"
     )
     set_memberships: int = _option(
-        2,
-        "closed_sets: the most sets a caption may belong to (1: a partition; 2: captions the "
-        "partition leaves out get an overlay set)",
+        3,
+        "closed_sets: the most sets a caption may belong to (1: a partition; more: captions the "
+        "partition leaves out get overlay sets among captions in fewer sets)",
     )
     score_lambda: float = _option(0.3, "lambda of Score = lambda*simPV + (1-lambda)*simSURF")
     surf_limit: float = _option(

@@ -388,7 +388,7 @@ def form_sets(
     allowed: np.ndarray,
     *,
     seed: int,
-    max_memberships: int = 2,
+    max_memberships: int,
     coverage_bonus: float = 0.5,
     budget: int = 5_000,
     rounds: int = 20,
@@ -400,8 +400,8 @@ def form_sets(
     their cosines; allowed: bool (n, K), whether the pair may share a set (symmetric, False for
     same-image pairs). Every pair of a set is an edge, so its cosine is given.
 
-    max_memberships: 1 returns a partition; 2 (default) adds overlay sets for the captions the
-    partition leaves out, each caption in at most 2 sets (one instance per membership).
+    max_memberships: 1 returns a partition; more adds overlay sets for the captions the
+    partition leaves out, each caption in at most that many sets (one instance per membership).
     coverage_bonus: weight, in cosine units, of covering one more caption in an overlay set.
     budget: innermost steps per clique search; rounds: local search rounds at most.
 
