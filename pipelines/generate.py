@@ -36,6 +36,7 @@ from pipelines.versions import (
     Version,
     checked_inventory,
     clear_incomplete,
+    content_options,
     is_complete,
     plan_version,
     point_latest,
@@ -56,7 +57,9 @@ from transforms.dataset.statistics import (
 )
 from transforms.dataset.write import WriteInstances
 from transforms.errors import InputError
-from transforms.files import check_location, check_writable, read_file, write_json
+from transforms.files import check_location, check_writable, read_file, write_file, write_json
+from transforms.report.card import CARD_FILE, version_card
+from transforms.report.plots import dataset_plots
 from transforms.search.optimize import report_table
 from transforms.strategies.adversarial import REPORT_FILE as ADVERSARIAL_FILE
 from transforms.strategies.adversarial import AdversarialFilter
@@ -201,17 +204,31 @@ def generate(
     manifest = build_manifest(
         options, version.name, checksums, beam_args, statistics, metrics, search
     )
+    write_card(options.output, manifest, statistics)
     manifest["files"] = checked_inventory(options.output, metrics)
     write_json(FileSystems.join(options.output, MANIFEST_FILE), manifest)
     version = publish(root, version, {"instances": statistics["total"]["instances"]})
     return Generated(version, statistics, up_to_date=False)
 
 
+def write_card(directory: str, manifest: dict, statistics: dict) -> None:
+    """The dataset card and the plots it shows, beside it: part of the version's files."""
+    plots = dataset_plots(statistics)
+    for name, (_, png) in plots.items():
+        write_file(FileSystems.join(directory, name), png)
+    card = version_card(
+        {**manifest, "options": content_options(manifest["options"])},
+        statistics,
+        {name: caption for name, (caption, _) in plots.items()},
+    )
+    write_file(FileSystems.join(directory, CARD_FILE), card.encode("utf-8"))
+
+
 def summary(generated: Generated, output: str) -> str:
     if generated.up_to_date:
         return (
             f"up to date: {generated.version.directory} already holds these inputs and "
-            f"options (--force to generate again); {output}/{LATEST_FILE} points at it"
+            f"options (--force to generate again); {output}/{LATEST_FILE} names it"
         )
     return (
         f"{table_one(generated.statistics)}\n{audit_summary(generated.statistics)}\n"

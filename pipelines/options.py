@@ -46,10 +46,16 @@ class GenerateOptions:
     )
     output: str = _option(
         REQUIRED,
-        "output root: each run writes OUTPUT/<version>/ and points OUTPUT/latest at it "
-        "(through Beam's filesystems)",
+        "output root: each run writes OUTPUT/versions/<version>/ and makes it the latest "
+        "(OUTPUT/latest.txt, the OUTPUT/latest symlink on a local disk, OUTPUT/README.md); "
+        "through Beam's filesystems",
     )
     label: str = _option("", "prefix of the version name, e.g. coco2014 -> coco2014-<digest>")
+    captions_license: str = _option(
+        "cc-by-4.0",
+        "licence of the input captions, for the dataset card (a HuggingFace licence id: COCO's "
+        "captions are cc-by-4.0; 'other' where the corpus has its own terms)",
+    )
     force: bool = _option(
         False, "run even when a completed version for these inputs and options exists"
     )

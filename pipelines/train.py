@@ -28,11 +28,13 @@ from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.versions import completed_dataset
 from transforms.corpus.split import SPLITS
 from transforms.files import check_location, check_writable, read_file, write_file, write_json
+from transforms.report.plots import accuracy
 from transforms.trainer.features import BuildExamples, ReadInstances, SharedFeatureSpace
 from transforms.trainer.fit import Evaluate, FitModels, WriteMetrics, metrics_table
 
 METRICS_FILE = "metrics.json"
 TABLE_FILE = "table.txt"
+ACCURACY_PLOT = "accuracy.png"
 
 
 def build_pipeline(pipeline: beam.Pipeline, options: TrainOptions, dataset: str) -> None:
@@ -50,7 +52,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: TrainOptions, dataset: str)
 
 
 def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
-    """Runs the trainer; returns the metrics (also in <output>/metrics.json and table.txt)."""
+    """Runs the trainer; returns the metrics (also in <output>/metrics.json, table.txt and
+    accuracy.png)."""
     options.validate()
     check_location(options.output, "output")
     dataset = completed_dataset(options.dataset)  # before the write check creates the output
@@ -68,6 +71,7 @@ def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
     }
     write_json(path, metrics)
     write_file(FileSystems.join(options.output, TABLE_FILE), metrics_table(metrics).encode())
+    write_file(FileSystems.join(options.output, ACCURACY_PLOT), accuracy(metrics))
     return metrics
 
 

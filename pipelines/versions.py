@@ -1,10 +1,14 @@
-"""Versioned, atomic outputs: ``OUTPUT/<version>/``, a completion marker, a ``latest`` pointer.
+"""Versioned, atomic outputs: ``OUTPUT/versions/<version>/``, a marker, a ``latest`` pointer.
 
-A run writes into ``OUTPUT/<version>/``, where the version is a digest of what
+A run writes into ``OUTPUT/versions/<version>/``, where the version is a digest of what
 decides the dataset's content: the input files' checksums, the options that
 change records and the package version (prefixed by ``--label``). Every
 shard, then the manifest, then the completion marker are written, in that
-order, and ``OUTPUT/latest`` is pointed at the version only after that.
+order, and the version becomes the latest only after that: ``OUTPUT/latest.txt``
+holds its name (on every filesystem), ``OUTPUT/latest`` is a symlink to it on a
+local disk (so ``OUTPUT/latest/parquet/dev`` is a path), and ``OUTPUT/README.md``
+is a dataset card whose data files are the latest version's, so HuggingFace
+``datasets.load_dataset(OUTPUT)`` reads that version and never mixes versions.
 Readers accept a version only with its marker, so a run that fails half way
 never looks finished, and only when its files are exactly those its manifest
 lists (size, sha256): a deleted, truncated, altered or added file is refused,
@@ -20,6 +24,7 @@ import importlib.metadata
 import io
 import json
 import logging
+import os
 import re
 import struct
 import uuid
@@ -31,11 +36,15 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import LOCK_FILE
+from transforms.dataset.write import records_counter
 from transforms.errors import InputError
 from transforms.files import list_files, read_file, write_file
+from transforms.report.card import CARD_FILE, root_card
 
 COMPLETE_FILE = "_COMPLETE"
-LATEST_FILE = "latest"
+VERSIONS_DIRECTORY = "versions"
+LATEST_FILE = "latest.txt"
+LATEST_LINK = "latest"
 MANIFEST_FILE = "manifest.json"
 # OUTPUT/<version>/evaluation: added by regenerate --train (not "train", a split's name)
 EVALUATION_DIRECTORY = "evaluation"
@@ -115,8 +124,9 @@ def inventory(directory: str) -> list[dict]:
 def count_problems(files: list[dict], counters: dict[str, int]) -> list[str]:
     """Where the written shards disagree with the pipeline's counts of what it wrote.
 
-    Every shard of every format must be there, and each format of a directory must
-    hold the records the pipeline counted into it (``write/records_<directory>``).
+    Every shard of every format must be there, and each format's shards named
+    ``<name>-*`` must hold the records the pipeline counted into them
+    (``write/records_<name>``).
     """
     records: dict[tuple[str, str], int] = defaultdict(int)
     shards: dict[tuple[str, str], set[int]] = defaultdict(set)
@@ -125,18 +135,19 @@ def count_problems(files: list[dict], counters: dict[str, int]) -> list[str]:
         match = SHARD_NAME.fullmatch(entry["path"])
         if match is None:
             continue
-        key = (match["dir"], f"{match['prefix']}-*{match['suffix']}")
+        key = (match["dir"], match["prefix"], match["suffix"])
         records[key] += entry["records"] or 0
         shards[key].add(int(match["shard"]))
         expected[key] = int(match["of"])
     problems = []
-    for (directory, pattern), count in sorted(records.items()):
-        missing = set(range(expected[directory, pattern])) - shards[directory, pattern]
+    for (directory, name, suffix), count in sorted(records.items()):
+        pattern = f"{directory}/{name}-*{suffix}"
+        missing = set(range(expected[directory, name, suffix])) - shards[directory, name, suffix]
         if missing:
-            problems.append(f"{directory}/{pattern}: shards {sorted(missing)} missing")
-        counted = counters.get(f"write/records_{directory}", 0)
+            problems.append(f"{pattern}: shards {sorted(missing)} missing")
+        counted = counters.get(f"write/{records_counter(name)}", 0)
         if count != counted:
-            problems.append(f"{directory}/{pattern}: {count} records, the pipeline wrote {counted}")
+            problems.append(f"{pattern}: {count} records, the pipeline wrote {counted}")
     return problems
 
 
@@ -216,7 +227,7 @@ def plan_version(output: str, name: str, *, force: bool) -> Version:
     attempt = 1
     while True:
         candidate = name if attempt == 1 else f"{name}.{attempt}"
-        directory = FileSystems.join(output, candidate)
+        directory = FileSystems.join(output, VERSIONS_DIRECTORY, candidate)
         complete = is_complete(directory)
         if not (complete and force):
             return Version(candidate, directory, complete)
@@ -263,16 +274,29 @@ def publish(output: str, version: Version, summary: dict) -> Version:
 
 
 def point_latest(output: str, version: Version) -> None:
+    """Makes ``version`` the latest: the pointer file, the local symlink, the root's card."""
     write_atomically(FileSystems.join(output, LATEST_FILE), f"{version.name}\n".encode())
+    if FileSystems.get_scheme(output) is None:  # a local disk: symlinks exist there
+        link = os.path.join(output, LATEST_LINK)
+        temporary = f"{link}.tmp-{uuid.uuid4().hex}"
+        os.symlink(os.path.join(VERSIONS_DIRECTORY, version.name), temporary)
+        os.replace(temporary, link)
+    manifest = read_manifest(version.directory)
+    card = root_card(
+        f"{VERSIONS_DIRECTORY}/{version.name}",
+        manifest["statistics"]["splits"],
+        manifest["options"]["captions_license"],
+    )
+    write_atomically(FileSystems.join(output, CARD_FILE), card.encode("utf-8"))
 
 
 def latest_version(output: str) -> Version | None:
-    """The version ``OUTPUT/latest`` names, or None when no run has completed there."""
+    """The version ``OUTPUT/latest.txt`` names, or None when no run has completed there."""
     latest = FileSystems.join(output, LATEST_FILE)
     if not FileSystems.exists(latest):
         return None
     name = read_file(latest).decode("utf-8").strip()
-    directory = FileSystems.join(output, name)
+    directory = FileSystems.join(output, VERSIONS_DIRECTORY, name)
     return Version(name, directory, is_complete(directory))
 
 

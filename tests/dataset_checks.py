@@ -18,6 +18,7 @@ from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 from pipelines.options import GenerateOptions
 from pipelines.versions import verify_version
 from schemas.instance import parse_mcic_line
+from schemas.layout import MCIC, PARQUET, TFRECORD, shard_pattern
 from tests.tfrecord_reader import parse_example, read_records
 from transforms.strategies.registry import STRATEGIES
 from transforms.strategies.validity import RULES
@@ -26,7 +27,7 @@ SPLITS = ("train", "dev", "test")
 
 
 def read_parquet(output: str, split: str) -> list[dict]:
-    files = sorted(glob.glob(os.path.join(output, split, "instances-*.parquet")))
+    files = sorted(glob.glob(shard_pattern(output, PARQUET, split)))
     assert files, f"no Parquet files for {split} in {output}"
     rows = []
     for path in files:
@@ -35,13 +36,13 @@ def read_parquet(output: str, split: str) -> list[dict]:
 
 
 def read_tfrecord(output: str, split: str) -> list[dict]:
-    files = sorted(glob.glob(os.path.join(output, split, "instances-*.tfrecord")))
+    files = sorted(glob.glob(shard_pattern(output, TFRECORD, split)))
     assert files, f"no TFRecord files for {split} in {output}"
     return [parse_example(record) for path in files for record in read_records(path)]
 
 
 def read_text(output: str, split: str) -> list[dict]:
-    files = sorted(glob.glob(os.path.join(output, split, "mcic-*.txt")))
+    files = sorted(glob.glob(shard_pattern(output, MCIC, split)))
     assert files, f"no text files for {split} in {output}"
     rows = []
     for path in files:

@@ -129,7 +129,7 @@ def test_bad_inputs_are_one_line_on_stderr_and_exit_code_2(
         lines = result.stderr.splitlines()
         assert (result.returncode, len(lines)) == (2, 1), (args, result.stderr[-3000:])
         assert lines[0].startswith("error: ") and message in lines[0], (args, lines)
-        assert not (tmp_path / "out" / "latest").exists()
+        assert not (tmp_path / "out" / "latest.txt").exists()
 
 
 def test_misspelt_flags_are_refused_by_every_entry_point(tmp_path):
@@ -159,7 +159,7 @@ def test_statistics_account_for_every_input_caption(small_dataset):
     read = len(json.loads(pathlib.Path(options.input).read_text())["annotations"])
     targets = {
         caption_id
-        for path in pathlib.Path(directory).glob("*/instances-*.parquet")
+        for path in pathlib.Path(directory).glob("parquet/*/*.parquet")
         for caption_id in pq.read_table(path).column("target_caption_id").to_pylist()
     }
     statistics = json.loads((pathlib.Path(directory) / "statistics.json").read_text())
@@ -174,7 +174,7 @@ def damaged(small_dataset, tmp_path) -> pathlib.Path:
 
 
 def _shard(version: pathlib.Path) -> pathlib.Path:
-    return sorted(version.glob("train/instances-*.parquet"))[0]
+    return sorted(version.glob("parquet/train/train-*.parquet"))[0]
 
 
 @pytest.mark.parametrize(
@@ -198,10 +198,11 @@ def test_a_damaged_shard_is_refused_by_verify_and_by_train(damaged, tmp_path, da
 
 
 def test_an_extra_file_and_a_missing_embedding_are_refused(damaged):
-    (damaged / "train" / "instances-00099-of-00100.parquet").write_bytes(b"x")
+    extra = damaged / "parquet" / "train" / "train-00099-of-00100.parquet"
+    extra.write_bytes(b"x")
     with pytest.raises(InputError, match="not part of the version"):
         verify_version(str(damaged))
-    (damaged / "train" / "instances-00099-of-00100.parquet").unlink()
+    extra.unlink()
     (damaged / "corpus" / "embeddings.npy").unlink()
     with pytest.raises(InputError, match=r"corpus/embeddings\.npy: missing"):
         verify_version(str(damaged))
@@ -230,14 +231,14 @@ def test_two_runs_of_one_version_never_publish_a_broken_one(synthetic_corpus, tm
     args += [f"--{name}={value}" for name, value in {**SMALL, "seed": 5}.items()]
     first = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
-    while not list(root.glob(f"*/{LOCK_FILE}")) and time.monotonic() < deadline:
+    while not list(root.glob(f"versions/*/{LOCK_FILE}")) and time.monotonic() < deadline:
         time.sleep(0.05)
     second = subprocess.run([sys.executable, *args], capture_output=True, text=True)
     assert second.returncode == 2
     [line] = second.stderr.splitlines()
     assert "another run is writing this version" in line and f"pid {first.pid} " in line
     assert first.wait(timeout=600) == 0
-    version = root / (root / "latest").read_text().strip()
+    version = root / "versions" / (root / "latest.txt").read_text().strip()
     manifest = verify_version(str(version))
     assert any(entry["path"].endswith(".parquet") for entry in manifest["files"])
     assert not (version / LOCK_FILE).exists()

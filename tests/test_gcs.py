@@ -63,12 +63,13 @@ def test_generate_reads_gcs_and_writes_the_local_runs_bytes_to_gcs(
     version = run(options).version
     local_directory, _ = small_dataset
     assert version.name == pathlib.Path(local_directory).name  # same content, same version
-    assert version.directory == f"gs://{BUCKET}/mcic/{version.name}"
-    assert client.bucket(BUCKET).blob("mcic/latest").download_as_text().strip() == version.name
+    assert version.directory == f"gs://{BUCKET}/mcic/versions/{version.name}"
+    latest = client.bucket(BUCKET).blob("mcic/latest.txt").download_as_text()
+    assert latest.strip() == version.name
     assert completed_dataset(options.output) == version.directory
 
     copy = tmp_path / "copy"
-    _download(client, f"mcic/{version.name}/", copy)
+    _download(client, f"mcic/versions/{version.name}/", copy)
     assert version_files(str(copy)) == version_files(local_directory)
     check_dataset(dataclasses.replace(options, output=str(copy)), sample=10)
     assert run(options).up_to_date
@@ -112,15 +113,17 @@ def test_a_failed_gcs_run_is_not_published_and_the_next_one_clears_it(gcs, corpu
         run(options)
     left = {blob.name for blob in client.list_blobs(BUCKET, prefix="failing/")}
     assert any(name.endswith(".parquet") for name in left)
-    assert not any(name.endswith(("_COMPLETE", "latest")) for name in left)
-    stale = f"failing/{next(iter(left)).split('/')[1]}/train/instances-00000-of-00009.parquet"
+    assert not any(name.endswith(("_COMPLETE", "latest.txt")) for name in left)
+    failed = next(iter(left)).split("/")[2]
+    stale = f"failing/versions/{failed}/parquet/train/train-00000-of-00009.parquet"
     client.bucket(BUCKET).blob(stale).upload_from_string(b"a shard of another shard count")
 
     version = run(options).version
     names = {blob.name for blob in client.list_blobs(BUCKET, prefix="failing/")}
-    assert f"failing/{version.name}/_COMPLETE" in names
-    assert stale.startswith(f"failing/{version.name}/") and stale not in names
-    assert client.bucket(BUCKET).blob("failing/latest").download_as_text().strip() == version.name
+    assert f"failing/versions/{version.name}/_COMPLETE" in names
+    assert stale.startswith(f"failing/versions/{version.name}/") and stale not in names
+    latest = client.bucket(BUCKET).blob("failing/latest.txt").download_as_text()
+    assert latest.strip() == version.name
     assert not any(".tmp-" in name or ".write-check-" in name for name in names)
 
 
@@ -136,7 +139,7 @@ def test_a_killed_gcs_run_is_not_published_and_a_rerun_takes_over_its_claim(
     """A real process, killed (SIGKILL) while it writes: no clean-up of its own runs."""
     client, _ = gcs
     bucket = client.bucket(BUCKET)
-    bucket.blob("killed/latest").upload_from_string(b"an-earlier-version\n")
+    bucket.blob("killed/latest.txt").upload_from_string(b"an-earlier-version\n")
     command = [sys.executable, "-m", "pipelines.generate", "--input", corpus_in_bucket]
     command += ["--output", f"gs://{BUCKET}/killed"]
     command += [f"--{name}={value}" for name, value in {**SMALL, "seed": 2}.items()]
@@ -151,26 +154,29 @@ def test_a_killed_gcs_run_is_not_published_and_a_rerun_takes_over_its_claim(
     try:
         _wait_for(lambda: any(name.endswith(f"/{LOCK_FILE}") for name in names()), 300)
         [lock] = [name for name in names() if name.endswith(f"/{LOCK_FILE}")]
-        version = lock.split("/")[1]
+        version = lock.split("/")[2]
         # Once it writes the version's files (its corpus, its model), not before.
-        _wait_for(lambda: len([n for n in names() if n.startswith(f"killed/{version}/")]) > 1, 300)
+        _wait_for(
+            lambda: len([n for n in names() if n.startswith(f"killed/versions/{version}/")]) > 1,
+            300,
+        )
         assert killed.poll() is None, (tmp_path / "killed.err").read_text()[-3000:]
     finally:
         os.killpg(killed.pid, signal.SIGKILL)
         killed.wait()
 
     left = names()
-    assert len([name for name in left if name.startswith(f"killed/{version}/")]) > 1
+    assert len([name for name in left if name.startswith(f"killed/versions/{version}/")]) > 1
     assert not any(name.endswith("_COMPLETE") for name in left)
-    assert bucket.blob("killed/latest").download_as_text() == "an-earlier-version\n"
+    assert bucket.blob("killed/latest.txt").download_as_text() == "an-earlier-version\n"
     owner = json.loads(bucket.blob(lock).download_as_bytes())
     assert (owner["host"], owner["pid"]) == (socket.gethostname(), killed.pid)
 
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    directory = f"gs://{BUCKET}/killed/{version}"
+    directory = f"gs://{BUCKET}/killed/versions/{version}"
     assert rerun.stdout.strip().endswith(f"dataset written to {directory}")
-    assert bucket.blob("killed/latest").download_as_text().strip() == version
+    assert bucket.blob("killed/latest.txt").download_as_text().strip() == version
     manifest = verify_version(directory)  # the killed run's files are gone, none is extra
     assert any(entry["path"].endswith(".parquet") for entry in manifest["files"])
     assert f"killed/{version}/_COMPLETE" in names()

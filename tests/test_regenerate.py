@@ -35,7 +35,7 @@ def test_regenerates_only_when_an_input_changes(synthetic_corpus, tmp_path, caps
     root = tmp_path / "out"
     code, first = _regenerate(capsys, str(corpus), root)
     assert code == 0
-    name = (root / "latest").read_text().strip()
+    name = (root / "latest.txt").read_text().strip()
     assert re.fullmatch(
         rf"generated {name} in \d+s \(first run\): [\d,]+ instances, latest set to {name}", first
     )
@@ -47,17 +47,17 @@ def test_regenerates_only_when_an_input_changes(synthetic_corpus, tmp_path, caps
     data["annotations"][0]["caption"] = "a purple giraffe reads a newspaper on a bus"
     corpus.write_text(json.dumps(data))
     code, changed = _regenerate(capsys, str(corpus), root)
-    new = (root / "latest").read_text().strip()
+    new = (root / "latest.txt").read_text().strip()
     assert code == 0 and new != name
     assert changed.startswith(f"generated {new} in ")
     assert f"(input changed {corpus}): " in changed
     assert changed.endswith(f"latest moved from {name} to {new}")
-    assert (root / name / "_COMPLETE").exists()
+    assert (root / "versions" / name / "_COMPLETE").exists()
 
     # Reverted: the first version is complete, so nothing is generated, but latest moves back.
     corpus.write_bytes(pathlib.Path(synthetic_corpus).read_bytes())
     code, reverted = _regenerate(capsys, str(corpus), root)
-    assert code == 0 and (root / "latest").read_text().strip() == name
+    assert code == 0 and (root / "latest.txt").read_text().strip() == name
     assert reverted.startswith(f"up to date: {name} (")
     assert reverted.endswith(f"instances), latest moved from {new} to {name}")
     assert "nothing to do" not in reverted
@@ -68,7 +68,7 @@ def test_a_failure_is_one_line_and_exit_code_1(synthetic_corpus, tmp_path, capsy
         code, line = _regenerate(capsys, synthetic_corpus, tmp_path / "out")
     assert code == 1
     assert line.startswith("FAILED: RuntimeError: injected failure")
-    assert not (tmp_path / "out" / "latest").exists()
+    assert not (tmp_path / "out" / "latest.txt").exists()
 
 
 def test_bad_options_are_one_line_and_exit_code_2(synthetic_corpus, tmp_path, capsys):
@@ -86,7 +86,7 @@ def test_train_evaluates_each_version_once(synthetic_corpus, tmp_path, capsys):
     args += [f"--{name}={value}" for name, value in SMALL.items()]
     assert main(args) == 0
     first = capsys.readouterr().out.strip()
-    version = root / (root / "latest").read_text().strip()
+    version = root / "versions" / (root / "latest.txt").read_text().strip()
     assert first.endswith(f"; evaluated into {version / 'evaluation'}")
     metrics = json.loads((version / "evaluation" / "metrics.json").read_text())
     assert metrics["dataset"] == str(version)

@@ -23,12 +23,14 @@ def test_counts_images_instances_and_skips_per_split():
     }
     skips = [Skip("decoys/too_few", "c9", "dev"), Skip("normalize/empty_caption", "c1")]
     statistics = compute_statistics(instances, skips, {"validity/same_image": 3})
-    assert statistics["splits"]["dev"] == {
-        "images": 1,
-        "instances": 2,
-        "skipped": {"decoys/too_few": 1},
-    }
-    assert statistics["splits"]["test"] == {"images": 0, "instances": 0, "skipped": {}}
+    dev = statistics["splits"]["dev"]
+    assert (dev["images"], dev["instances"], dev["skipped"]) == (1, 2, {"decoys/too_few": 1})
+    assert dev["decoys"]["sim_pv"]["count"] == 8
+    assert abs(dev["decoys"]["sim_pv"]["mean"] - 3.0 / 8) < 1e-12
+    test = statistics["splits"]["test"]
+    assert (test["images"], test["instances"], test["skipped"]) == (0, 0, {})
+    assert test["decoys"]["score"] == {"count": 0}
+    assert statistics["splits"]["train"]["decoys"]["sim_surf"]["max"] == 0.9
     assert statistics["total"] == {"images": 2, "instances": 3}
     assert statistics["skipped"] == {"decoys/too_few": 1, "normalize/empty_caption": 1}
     score = statistics["decoys"]["score"]

@@ -1,11 +1,11 @@
 """The TFRecord files, read by a parser written from the specs (tests/tfrecord_reader.py)."""
 
 import glob
-import os
 
 import numpy as np
 
 from schemas.instance import FIELDS
+from schemas.layout import TFRECORD, shard_pattern
 from tests.dataset_checks import read_parquet
 from tests.tfrecord_reader import masked_crc, parse_example, read_records
 
@@ -21,7 +21,7 @@ def test_every_schema_field_is_in_every_record_with_parquet_values(small_dataset
     output, _ = small_dataset
     for split in ("dev", "test"):
         rows = {row["example_id"]: row for row in read_parquet(output, split)}
-        paths = glob.glob(os.path.join(output, split, "instances-*.tfrecord"))
+        paths = glob.glob(shard_pattern(output, TFRECORD, split))
         records = [parse_example(r) for path in paths for r in read_records(path)]
         assert len(records) == len(rows) > 0
         for features in records:

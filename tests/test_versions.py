@@ -23,7 +23,7 @@ CHECKSUMS = [{"sha256": "a" * 64}, {"sha256": "b" * 64}]
 
 
 def _latest(root: str) -> str:
-    return pathlib.Path(root, "latest").read_text().strip()
+    return pathlib.Path(root, "latest.txt").read_text().strip()
 
 
 def _changed_corpus(source: str, destination: pathlib.Path) -> str:
@@ -48,7 +48,7 @@ def test_version_names_follow_content_not_location():
 
 def test_rerun_is_up_to_date_and_force_writes_an_identical_new_version(small_dataset, capsys):
     first, options = small_dataset
-    root = os.path.dirname(first)
+    root = os.path.dirname(os.path.dirname(first))
     assert completed_dataset(root) == first
     args = ["--input", options.input, "--output", root]
     args += [f"--{name}={value}" for name, value in SMALL_MCIC.items()]
@@ -74,8 +74,9 @@ def test_a_failed_run_leaves_latest_alone_and_the_next_run_completes(synthetic_c
     )
     with failure_after_a_train_shard(), pytest.raises(Exception, match="injected failure"):
         run(changed)
-    [failed] = [p for p in pathlib.Path(root).iterdir() if p.is_dir() and p.name != old.name]
-    assert list(failed.glob("train/instances-*.parquet"))  # partial files are there ...
+    versions = pathlib.Path(root, "versions")
+    [failed] = [p for p in versions.iterdir() if p.is_dir() and p.name != old.name]
+    assert list(failed.glob("parquet/train/*.parquet"))  # partial files are there ...
     assert not (failed / COMPLETE_FILE).exists()  # ... but never marked complete
     assert _latest(root) == old.name
     assert completed_dataset(root) == old.directory
@@ -95,14 +96,14 @@ def test_a_killed_run_is_never_published(synthetic_corpus, tmp_path):
     args += ["--output", str(root), *(f"--{name}={value}" for name, value in SMALL.items())]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while not list(root.glob("*/corpus/embeddings.npy")) and time.monotonic() < deadline:
+    while not list(root.glob("versions/*/corpus/embeddings.npy")) and time.monotonic() < deadline:
         assert process.poll() is None, "the run ended before it could be killed"
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    [killed] = list(root.iterdir())
+    [killed] = list((root / "versions").iterdir())
     assert not (killed / COMPLETE_FILE).exists()
-    assert not (root / "latest").exists()
+    assert not (root / "latest.txt").exists() and not (root / "latest").exists()
     with pytest.raises(InputError, match="no _COMPLETE marker"):
         completed_dataset(str(root))
 

@@ -7,7 +7,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from transforms.corpus.store import CorpusRef
 from transforms.dataset.write import Format, WriteShards, shard_count, shard_of, text_bytes
 
-LINES = Format("lines", ".txt", text_bytes)
+LINES = Format("", ".txt", text_bytes)
 
 
 def _write(directory: str, records: list[str], num_shards: int) -> dict[str, bytes]:
@@ -17,7 +17,8 @@ def _write(directory: str, records: list[str], num_shards: int) -> dict[str, byt
             pipeline
             | beam.Create(records)
             | WriteShards(
-                directory=directory,
+                output=directory,
+                name="lines",
                 formats=(LINES,),
                 key=str,
                 num_shards=lambda ref: num_shards,

@@ -32,7 +32,7 @@ def failure_after_a_train_shard() -> Iterator[None]:
 
     def fail_after_writing(shard_and_records, **kwargs):
         paths = write_shard(shard_and_records, **kwargs)
-        if kwargs["directory"].endswith("train"):
+        if kwargs["name"] == "train":
             raise RuntimeError("injected failure after writing a train shard")
         return paths
 

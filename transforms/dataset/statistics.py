@@ -1,8 +1,8 @@
 """The statistics file: the paper's Table 1 plus what was skipped and why.
 
-Per split: unique images and instances, and skips by reason. Decoys: count,
-mean, min, max, deciles and a histogram (bins of 0.05 over [-1, 1]) of
-simPV, simSURF and Score.
+Per split: unique images and instances, skips by reason, and the decoys'
+count, mean, min, max, deciles and a histogram (bins of 0.05 over [-1, 1]) of
+simPV, simSURF and Score; the decoys of all splits together too.
 
 Computed after the pipeline from the files it wrote (the instance Parquet
 shards and the skipped-record files), so the statistics describe exactly
@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from schemas.layout import PARQUET, shard_pattern
 from schemas.records import Skip
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
@@ -30,7 +31,9 @@ from transforms.strategies.validity import RULES
 
 DECOY_MEASURES = {"sim_pv": "decoy_sim_pv", "sim_surf": "decoy_sim_surf", "score": "decoy_score"}
 HISTOGRAM_EDGES = np.linspace(-1.0, 1.0, 41)
-SKIPPED = Format("skipped", ".jsonl", text_bytes)  # <output>/skipped/skipped-SSSSS-of-NNNNN.jsonl
+SKIPPED_NAME = "skipped"
+# <output>/skipped/skipped-SSSSS-of-NNNNN.jsonl
+SKIPPED = Format(SKIPPED_NAME, ".jsonl", text_bytes)
 
 
 def skipped_shards(ref: CorpusRef) -> int:
@@ -50,7 +53,8 @@ class WriteSkips(beam.PTransform):
             | "ToJson" >> beam.Map(lambda skip: json.dumps(skip._asdict(), sort_keys=True))
             | "Write"
             >> WriteShards(
-                directory=FileSystems.join(self._output, "skipped"),
+                output=self._output,
+                name=SKIPPED_NAME,
                 formats=(SKIPPED,),
                 key=str,
                 num_shards=skipped_shards,
@@ -64,12 +68,12 @@ def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip]]:
     columns = ["image_id", *DECOY_MEASURES.values()]
     instances = {}
     for split in SPLITS:
-        paths = list_files(FileSystems.join(output, split, "instances-*.parquet"))
+        paths = list_files(shard_pattern(output, PARQUET, split))
         tables = [pq.read_table(io.BytesIO(read_file(path)), columns=columns) for path in paths]
         instances[split] = pa.concat_tables(tables) if tables else None
     skips = [
         Skip(**json.loads(line))
-        for path in list_files(FileSystems.join(output, "skipped", f"{SKIPPED.prefix}-*.jsonl"))
+        for path in list_files(FileSystems.join(output, SKIPPED.directory, "*.jsonl"))
         for line in read_file(path).decode("utf-8").splitlines()
         if line
     ]
@@ -108,14 +112,20 @@ def compute_statistics(
         table = instances[split]
         rows = 0 if table is None else table.num_rows
         images = 0 if table is None else len(set(table.column("image_id").to_pylist()))
+        values = {
+            name: np.zeros(0)
+            if table is None
+            else table.column(column).combine_chunks().flatten().to_numpy()
+            for name, column in DECOY_MEASURES.items()
+        }
         splits[split] = {
             "images": images,
             "instances": rows,
             "skipped": dict(sorted(by_split[split].items())),
+            "decoys": {name: describe(v) for name, v in values.items()},
         }
-        for name, column in DECOY_MEASURES.items():
-            if table is not None:
-                decoys[name].append(table.column(column).combine_chunks().flatten().to_numpy())
+        for name, v in values.items():
+            decoys[name].append(v)
     return {
         "splits": splits,
         "total": {
@@ -124,10 +134,7 @@ def compute_statistics(
         },
         "skipped": dict(sorted(by_reason.items())),
         "validity": {f"validity/{rule}": counters.get(f"validity/{rule}", 0) for rule in RULES},
-        "decoys": {
-            name: describe(np.concatenate(parts) if parts else np.zeros(0))
-            for name, parts in decoys.items()
-        },
+        "decoys": {name: describe(np.concatenate(parts)) for name, parts in decoys.items()},
     }
 
 

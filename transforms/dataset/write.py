@@ -1,10 +1,11 @@
 """Writing instances (Parquet, TFRecord, MCIC text, per split) so that reruns are byte-identical.
 
-Layout under the output directory, for each split in train/dev/test::
+Layout under the output directory (``schemas/layout.py``), for each split in
+train/dev/test::
 
-    <split>/instances-SSSSS-of-NNNNN.parquet
-    <split>/instances-SSSSS-of-NNNNN.tfrecord
-    <split>/mcic-SSSSS-of-NNNNN.txt
+    parquet/<split>/<split>-SSSSS-of-NNNNN.parquet
+    tfrecord/<split>/<split>-SSSSS-of-NNNNN.tfrecord
+    mcic/<split>/<split>-SSSSS-of-NNNNN.txt
 
 Beam's file sinks cut files by bundle, or deal records to shards round-robin
 from a random start, so two runs over the same records write different files.
@@ -29,6 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from schemas.instance import ARROW_SCHEMA, mcic_line
+from schemas.layout import MCIC, PARQUET, SUFFIXES, TFRECORD, shard_file
 from schemas.tf_example import tfrecord_frame, to_tf_example
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
@@ -38,9 +40,9 @@ SHARD_CAPTIONS = 20_000  # default shard size: one file per this many captions o
 
 
 class Format(NamedTuple):
-    """One kind of file: its name prefix and suffix, and how a sorted shard becomes bytes."""
+    """One kind of file: its directory (under the output) and suffix, how a shard becomes bytes."""
 
-    prefix: str
+    directory: str
     suffix: str
     encode: Callable[[list], bytes]
 
@@ -56,9 +58,9 @@ def shard_of(key: str, num_shards: int) -> int:
     return int.from_bytes(digest, "big") % num_shards
 
 
-def shard_path(directory: str, form: Format, shard: int, num_shards: int) -> str:
+def shard_path(output: str, form: Format, name: str, shard: int, num_shards: int) -> str:
     return FileSystems.join(
-        directory, f"{form.prefix}-{shard:05d}-of-{num_shards:05d}{form.suffix}"
+        output, form.directory, shard_file(name, shard, num_shards, form.suffix)
     )
 
 
@@ -80,17 +82,21 @@ def mcic_bytes(instances: list[dict]) -> bytes:
     return text_bytes(mcic_line(instance) for instance in instances)
 
 
-INSTANCE_FORMATS = (
-    Format("instances", ".parquet", parquet_bytes),
-    Format("instances", ".tfrecord", tfrecord_bytes),
-    Format("mcic", ".txt", mcic_bytes),
-)
+ENCODERS = {PARQUET: parquet_bytes, TFRECORD: tfrecord_bytes, MCIC: mcic_bytes}
+
+
+def instance_formats(split: str) -> tuple[Format, ...]:
+    """Every format of one split's instances, each in its own directory."""
+    return tuple(
+        Format(f"{form}/{split}", SUFFIXES[form], encode) for form, encode in ENCODERS.items()
+    )
 
 
 def write_shard(
     shard_and_records: tuple[int, dict[str, list]],
     *,
-    directory: str,
+    output: str,
+    name: str,
     formats: tuple[Format, ...],
     key: Callable[[Any], str],
     num_shards: int,
@@ -99,36 +105,36 @@ def write_shard(
     records = sorted(grouped["records"], key=key)
     paths = []
     for form in formats:
-        paths.append(shard_path(directory, form, shard, num_shards))
+        paths.append(shard_path(output, form, name, shard, num_shards))
         write_file(paths[-1], form.encode(records))
     Metrics.counter("write", "shards").inc()
-    Metrics.counter("write", records_counter(directory)).inc(len(records))
+    Metrics.counter("write", records_counter(name)).inc(len(records))
     return paths
 
 
-def records_counter(directory: str) -> str:
-    """The counter of records written under ``directory`` (each format holds them all).
-
-    >>> records_counter("gs://b/out/v1/train")
-    'records_train'
-    """
-    return f"records_{directory.rstrip('/').rsplit('/', 1)[-1]}"
+def records_counter(name: str) -> str:
+    """The counter of records written to the shards named ``name`` (each format holds them all)."""
+    return f"records_{name}"
 
 
 class WriteShards(beam.PTransform):
-    """Records -> every shard file of every format (empty shards included); emits the paths."""
+    """Records -> every shard file of every format (empty shards included); emits the paths.
+
+    Shards are ``<output>/<format directory>/<name>-SSSSS-of-NNNNN<suffix>``.
+    """
 
     def __init__(
         self,
         *,
-        directory: str,
+        output: str,
+        name: str,
         formats: tuple[Format, ...],
         key: Callable[[Any], str],
         num_shards: Callable[[CorpusRef], int],
         corpus: beam.PCollection,
     ):
         super().__init__()
-        self._directory, self._formats, self._key = directory, formats, key
+        self._output, self._name, self._formats, self._key = output, name, formats, key
         self._num_shards, self._corpus = num_shards, corpus
 
     def expand(self, records):
@@ -145,7 +151,8 @@ class WriteShards(beam.PTransform):
             | "Write"
             >> beam.FlatMap(
                 write_shard,
-                directory=self._directory,
+                output=self._output,
+                name=self._name,
                 formats=self._formats,
                 key=self._key,
                 num_shards=beam.pvalue.AsSingleton(count),
@@ -172,8 +179,9 @@ class WriteInstances(beam.PTransform):
             by_split[code]
             | f"Write {split}"
             >> WriteShards(
-                directory=FileSystems.join(self._output, split),
-                formats=INSTANCE_FORMATS,
+                output=self._output,
+                name=split,
+                formats=instance_formats(split),
                 key=operator.itemgetter("example_id"),
                 num_shards=split_shards(split, self._num_shards),
                 corpus=self._corpus,

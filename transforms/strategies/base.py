@@ -49,6 +49,8 @@ class DecoyStrategy(beam.PTransform):
     summary: ClassVar[str]  # --decoys help and the README's strategy table
     pools: ClassVar[tuple[str, ...]]  # the --decoy_pool values it accepts; the first is its default
     guarantee: ClassVar[str] = ""  # why no text-only model beats chance, if that holds by design
+    limitations: ClassVar[str]  # what a user of its datasets must know (the dataset card)
+    references: ClassVar[tuple[str, ...]] = ()  # papers it follows (keys of report.card.CITATIONS)
     # Checks of tests/dataset_checks.py that hold beyond the validity rules (which always do).
     invariants: ClassVar[tuple[str, ...]] = ()
 

@@ -159,6 +159,11 @@ class ClosedSets(DecoyStrategy):
         "exact: the 5 instances of a set share their option texts, so any text-only function "
         "is right on exactly 1 of 5"
     )
+    limitations = (
+        "Each caption is the target of up to `--set_memberships` instances, and the five "
+        "instances of a set show the same five options: split-level accuracies count each set "
+        "five times. Captions in no valid set are skipped (`decoys/in_no_closed_set`)."
+    )
     invariants = ("closed_sets",)
 
     def expand(self, corpus_ref):

@@ -32,6 +32,12 @@ class Mcic(ChoosingStrategy):
         "reproduces MCIC-COCO, text-only models beat chance"
     )
     pools = ("all", "split")
+    limitations = (
+        "MC-IC's decoys are the target's nearest paragraph-vector neighbours, so the target "
+        "sits at the centre of its options: text-only models beat chance by a wide margin "
+        "(see the audit), and image models are only informative by their margin over them."
+    )
+    references = ("ding2016",)
     invariants = ("positive_score", "algorithm_1")
 
     prefer = staticmethod(by_score)

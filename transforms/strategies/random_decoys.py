@@ -72,6 +72,12 @@ class RandomDecoys(ChoosingStrategy):
         "text-only at chance, but easy for image models"
     )
     pools = ("all", "split")
+    limitations = (
+        "Random decoys are mostly about other things than the image, so image models find the "
+        "target easily; with the whole-corpus pool, dev and test decoys are mostly training "
+        "captions and the target never is (the audit's novelty guess measures that leak)."
+    )
+    references = ("yu2015",)
 
     prefer = staticmethod(in_drawn_order)
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 
 from schemas.examples import Batch
+from schemas.layout import PARQUET, shard_pattern
 from transforms.corpus.split import SPLITS
 from transforms.files import list_files, read_file
 from transforms.seeds import keyed_rng
@@ -46,7 +46,7 @@ class AuditConfig:
 
 
 def read_split(directory: str, split: str) -> list[dict]:
-    paths = list_files(FileSystems.join(directory, split, "instances-*.parquet"))
+    paths = list_files(shard_pattern(directory, PARQUET, split))
     tables = [
         pq.read_table(io.BytesIO(read_file(path)), columns=list(INSTANCE_COLUMNS)) for path in paths
     ]

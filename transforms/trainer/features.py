@@ -41,6 +41,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
 from schemas.examples import TEXT_FEATURES, Example
+from schemas.layout import PARQUET, shard_pattern
 from transforms.corpus.store import Corpus, load_corpus
 from transforms.corpus.surface import sim_surf_batch
 from transforms.errors import InputError
@@ -342,7 +343,7 @@ class ReadInstances(beam.PTransform):
             pipeline
             | f"Read {split}"
             >> beam.io.ReadFromParquet(
-                FileSystems.join(self._dataset, split, "instances-*.parquet"),
+                shard_pattern(self._dataset, PARQUET, split),
                 columns=list(INSTANCE_COLUMNS),
             )
             for split in self._splits

@@ -1,0 +1,274 @@
+"""Dataset cards: ``README.md`` with HuggingFace YAML front matter, per version and per root.
+
+The front matter's ``configs`` name the Parquet shards of each split, so
+``datasets.load_dataset(<directory>)`` reads exactly those (never the TFRecord
+or text copies, never another version), and its ``dataset_info`` gives the
+features and each split's instance count, which ``datasets`` checks on load.
+YAML is written by hand: every scalar is JSON-quoted, which YAML reads as is.
+"""
+
+import json
+
+from schemas.instance import FIELDS
+from schemas.layout import PARQUET, relative_shard_pattern
+from transforms.corpus.split import SPLITS
+from transforms.dataset.statistics import DECOY_MEASURES
+from transforms.strategies.registry import STRATEGIES
+from transforms.trainer.fit import metrics_table
+
+CARD_FILE = "README.md"
+CITATIONS = {
+    "ding2016": """@inproceedings{ding2016dmc,
+  title = {Understanding Image and Text Simultaneously: a Dual Vision-Language Machine
+           Comprehension Task},
+  author = {Ding, Nan and Goodman, Sebastian and Sha, Fei and Soricut, Radu},
+  booktitle = {arXiv:1612.07833},
+  year = {2016}
+}""",
+    "lin2014": """@inproceedings{lin2014coco,
+  title = {Microsoft {COCO}: Common Objects in Context},
+  author = {Lin, Tsung-Yi and Maire, Michael and Belongie, Serge and Hays, James and
+            Perona, Pietro and Ramanan, Deva and Doll{\\'a}r, Piotr and Zitnick, C. Lawrence},
+  booktitle = {ECCV},
+  year = {2014}
+}""",
+    "chen2015": """@article{chen2015cococaptions,
+  title = {Microsoft {COCO} Captions: Data Collection and Evaluation Server},
+  author = {Chen, Xinlei and Fang, Hao and Lin, Tsung-Yi and Vedantam, Ramakrishna and
+            Gupta, Saurabh and Doll{\\'a}r, Piotr and Zitnick, C. Lawrence},
+  journal = {arXiv:1504.00325},
+  year = {2015}
+}""",
+    "yu2015": """@inproceedings{yu2015madlibs,
+  title = {Visual Madlibs: Fill in the Blank Description Generation and Question Answering},
+  author = {Yu, Licheng and Park, Eunbyung and Berg, Alexander C. and Berg, Tamara L.},
+  booktitle = {ICCV},
+  year = {2015}
+}""",
+}
+ALWAYS_CITED = ("ding2016", "lin2014", "chen2015")
+
+
+def _quoted(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def front_matter(data_directory: str, splits: dict[str, dict], license: str) -> str:
+    """YAML naming ``<data_directory>/parquet/<split>/*.parquet`` as each split's files.
+
+    >>> print(front_matter("v1", {"dev": {"instances": 3}}, "cc-by-4.0").splitlines()[7])
+      - split: "dev"
+    """
+    prefix = f"{data_directory}/" if data_directory else ""
+    lines = [
+        "---",
+        f"license: {_quoted(license)}",
+        "language:",
+        "- en",
+        "task_categories:",
+        "- multiple-choice",
+        "configs:",
+        '- config_name: "default"',
+        "  data_files:",
+    ]
+    present = [split for split in SPLITS if split in splits]
+    for split in present:
+        pattern = prefix + relative_shard_pattern(PARQUET, split)
+        lines += [f"  - split: {_quoted(split)}", f"    path: {_quoted(pattern)}"]
+    lines += ["dataset_info:", "  features:"]
+    for field in FIELDS:
+        kind = "list" if field.repeated else "dtype"
+        lines += [
+            f"  - name: {_quoted(field.name)}",
+            f"    {kind}: {_quoted(field.kind)}",
+        ]
+    lines.append("  splits:")
+    for split in present:
+        # num_bytes is the size of the in-memory table, which only datasets knows; 0 = unknown.
+        lines += [
+            f"  - name: {_quoted(split)}",
+            f"    num_examples: {int(splits[split]['instances'])}",
+            "    num_bytes: 0",
+        ]
+    lines.append("---")
+    return "\n".join(lines) + "\n"
+
+
+def root_card(version_directory: str, splits: dict[str, dict], license: str) -> str:
+    """The output root's card: loading the root loads the latest version only."""
+    name = version_directory.rsplit("/", 1)[-1]
+    return (
+        front_matter(version_directory, splits, license)
+        + f"""
+# Multiple-choice image-caption datasets
+
+This folder holds the versions written by `dmc-generate` under `versions/`; the latest is
+`{name}` (`latest.txt` names it; on a local disk `latest` links to it). Its dataset card is
+[`{version_directory}/{CARD_FILE}`]({version_directory}/{CARD_FILE}). Loading this folder
+with `datasets.load_dataset` reads the latest version's Parquet shards and nothing else.
+"""
+    )
+
+
+def _table_one(statistics: dict) -> str:
+    rows = [
+        "| split | images | instances | skipped captions |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for split in SPLITS:
+        values = statistics["splits"][split]
+        skipped = sum(values["skipped"].values())
+        rows.append(f"| {split} | {values['images']:,} | {values['instances']:,} | {skipped:,} |")
+    total = statistics["total"]
+    rows.append(f"| total | {total['images']:,} | {total['instances']:,} | |")
+    return "\n".join(rows)
+
+
+def _skips(statistics: dict) -> str:
+    skipped = [f"- `{reason}`: {count:,}" for reason, count in statistics["skipped"].items()]
+    rejected = [
+        f"- `{rule}`: {count:,} candidates turned away"
+        for rule, count in statistics["validity"].items()
+        if count
+    ]
+    return (
+        "\n".join(skipped or ["- none"])
+        + "\n\nValidity rules:\n\n"
+        + "\n".join(rejected or ["- nothing turned away"])
+    )
+
+
+def _decoy_means(statistics: dict) -> str:
+    rows = [
+        "| split | decoys | mean simPV | mean simSURF | mean Score |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for split in SPLITS:
+        decoys = statistics["splits"][split]["decoys"]
+        if not decoys["sim_pv"]["count"]:
+            continue
+        means = " | ".join(f"{decoys[name]['mean']:.3f}" for name in DECOY_MEASURES)
+        rows.append(f"| {split} | {decoys['sim_pv']['count']:,} | {means} |")
+    return "\n".join(rows)
+
+
+def _audit(statistics: dict) -> str:
+    audit = statistics.get("text_only_audit", {})
+    if "verdict" not in audit:
+        return f"Not run: {audit.get('skipped', 'no audit in the statistics')}."
+    return f"```\n{metrics_table(audit)}\n```\n\n**{audit['verdict']['line']}**"
+
+
+def _generation(manifest: dict) -> str:
+    inputs = "\n".join(
+        f"- `{entry['path'].rsplit('/', 1)[-1]}`: {entry['bytes']:,} bytes, "
+        f"sha256 `{entry['sha256']}`"
+        for entry in manifest["inputs"]
+    )
+    options = "\n".join(
+        f"| `--{name}` | `{value}` |" for name, value in sorted(manifest["options"].items())
+    )
+    code = manifest["code"]
+    versions = ", ".join(f"{package} {version}" for package, version in code["versions"].items())
+    return f"""Inputs (the version's name is a digest of their checksums, of the options below and
+of the package version):
+
+{inputs}
+
+Code: git commit `{code["git_commit"]}`, Python {code["python"]}; {versions}. The version's
+`manifest.json` also lists every file with its size, sha256 and record count, and readers
+refuse a version whose files differ from it.
+
+The options that decide the content:
+
+| option | value |
+| --- | --- |
+{options}"""
+
+
+def version_card(manifest: dict, statistics: dict, plots: dict[str, str]) -> str:
+    """The card of one version, from its manifest (``options``: the content options only) and
+    statistics; ``plots``: file name -> caption of the PNGs written beside the card.
+
+    Nothing in it depends on where or when the run was (paths, times), so reruns write the
+    same card.
+    """
+    options = manifest["options"]
+    strategy = STRATEGIES[options["decoys"]]
+    splits = statistics["splits"]
+    figures = "\n\n".join(f"![{caption}]({path})" for path, caption in plots.items())
+    citations = "\n\n".join(
+        f"```bibtex\n{CITATIONS[key]}\n```" for key in (*ALWAYS_CITED, *strategy.references)
+    )
+    guarantee = strategy.guarantee or "none: text-only models may beat chance (see the audit)"
+    return (
+        front_matter("", splits, options["captions_license"])
+        + f"""
+# Multiple-choice image-caption dataset: `{strategy.name}` decoys
+
+Each instance is one image, five captions (*options*) and the position of the true one
+(*label*): the image's own caption (the *target*) and four *decoys*, captions of other
+images. A system must pick the target; chance is 20%. The dataset is only informative if it
+cannot be solved without the image: see the text-only audit below.
+
+Decoys: `--decoys {strategy.name}`: {strategy.summary}. Text-only guarantee: {guarantee}.
+
+## Loading
+
+```python
+import pandas as pd
+dev = pd.read_parquet("parquet/dev")          # one directory per format and split
+
+import datasets
+dataset = datasets.load_dataset(".")          # this folder: train, dev and test from Parquet
+```
+
+The same instances are in `tfrecord/<split>/` (`tf.train.Example`; the feature spec is
+`schemas.loaders.tfrecord_feature_spec()`) and `mcic/<split>/` (the published MCIC-COCO text
+format). Images are not included: `image_file` and `image_url` name them.
+
+## Splits
+
+{_table_one(statistics)}
+
+Skipped captions and what the validity rules turned away:
+
+{_skips(statistics)}
+
+## Decoys
+
+{_decoy_means(statistics)}
+
+{figures}
+
+## Text-only audit
+
+Models that never see the image, on dev and test (accuracy in %, +- one binomial standard
+deviation). Anything above 20% is solvable from the options alone.
+
+{_audit(statistics)}
+
+## Known limitations
+
+- Captions are lower-cased and tokenised; duplicate captions of an image are dropped.
+- Decoys are close to the target in paragraph-vector space; some may also describe the
+  target's image (the paper estimates 10-15% unanswerable instances for MC-IC). The validity
+  rules remove decoys that copy, or are surface-close to, any caption of the image, not
+  decoys that describe it in other words.
+- {strategy.limitations}
+
+## How it was generated
+
+{_generation(manifest)}
+
+## Licence
+
+The captions are the input corpus's, under its licence: `{options["captions_license"]}`
+(COCO's captions: CC BY 4.0). Images are not part of this dataset; COCO's images carry their
+own Flickr licences.
+
+## Citation
+
+{citations}
+"""
+    )

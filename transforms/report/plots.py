@@ -1,0 +1,130 @@
+"""PNG plots of a dataset's statistics and of a trainer's metrics (matplotlib, no display).
+
+Each function takes the JSON the pipelines already write (``statistics.json``,
+``metrics.json``) and returns PNG bytes, so the plots show exactly what those
+files say. The PNGs carry no software version or time: reruns write the same bytes.
+"""
+
+import io
+
+import numpy as np
+from matplotlib.figure import Figure  # not pyplot: no global state, no display needed
+
+from transforms.corpus.split import SPLITS
+from transforms.dataset.statistics import DECOY_MEASURES
+
+MEASURE_LABELS = {"sim_pv": "simPV", "sim_surf": "simSURF", "score": "Score"}
+TEXT_COLOUR, IMAGE_COLOUR = "#c44e52", "#4c72b0"
+
+
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def decoy_similarities(statistics: dict) -> bytes:
+    """simPV, simSURF and Score of the chosen decoys: one panel each, one line per split."""
+    figure = Figure(figsize=(13, 3.6), layout="tight")
+    axes = figure.subplots(1, len(DECOY_MEASURES))
+    for axis, name in zip(axes, DECOY_MEASURES, strict=True):
+        for split in SPLITS:
+            values = statistics["splits"][split]["decoys"][name]
+            if not values["count"]:
+                continue
+            edges = np.array(values["histogram"]["edges"])
+            share = np.array(values["histogram"]["counts"]) / values["count"]
+            axis.stairs(share, edges, label=f"{split} (mean {values['mean']:.3f})")
+        axis.set_title(f"decoy {MEASURE_LABELS[name]} to the target")
+        axis.set_xlabel(MEASURE_LABELS[name])
+        axis.set_ylabel("share of decoys")
+        axis.legend(fontsize="small")
+    return _png(figure)
+
+
+def split_sizes(statistics: dict) -> bytes:
+    """Images and instances per split."""
+    figure = Figure(figsize=(6, 3.6), layout="tight")
+    axis = figure.subplots()
+    positions = np.arange(len(SPLITS))
+    for offset, key in ((-0.2, "images"), (0.2, "instances")):
+        counts = [statistics["splits"][split][key] for split in SPLITS]
+        bars = axis.bar(positions + offset, counts, width=0.4, label=key)
+        axis.bar_label(bars, labels=[f"{count:,}" for count in counts], fontsize="small")
+    axis.set_xticks(positions, SPLITS)
+    axis.set_ylabel("count")
+    axis.set_title("split sizes")
+    axis.legend()
+    return _png(figure)
+
+
+def skipped(statistics: dict) -> bytes:
+    """Skipped captions by reason and split; candidates the validity rules turned away."""
+    reasons = sorted(statistics["skipped"])
+    rules = [rule for rule, count in statistics["validity"].items() if count]
+    figure = Figure(figsize=(13, 3.6), layout="tight")
+    left, right = figure.subplots(1, 2)
+    rows = np.arange(len(reasons))
+    start = np.zeros(len(reasons))
+    for split in SPLITS:
+        counts = np.array([statistics["splits"][split]["skipped"].get(r, 0) for r in reasons])
+        left.barh(rows, counts, left=start, label=split)
+        start += counts
+    left.set_yticks(rows, reasons)
+    left.set_xlabel("captions skipped")
+    left.set_title("skipped captions by reason" if reasons else "no caption skipped")
+    if reasons:
+        left.legend(fontsize="small")
+    right.barh(np.arange(len(rules)), [statistics["validity"][rule] for rule in rules])
+    right.set_yticks(np.arange(len(rules)), [rule.split("/", 1)[-1] for rule in rules])
+    right.set_xlabel("candidates turned away")
+    right.set_title("validity rules" if rules else "validity rules turned nothing away")
+    return _png(figure)
+
+
+def dataset_plots(statistics: dict) -> dict[str, tuple[str, bytes]]:
+    """What ``generate`` writes beside the card: file name -> (caption, PNG bytes)."""
+    return {
+        "decoy_similarities.png": (
+            "Decoy similarities per split",
+            decoy_similarities(statistics),
+        ),
+        "split_sizes.png": ("Split sizes", split_sizes(statistics)),
+        "skipped.png": ("Skipped captions and validity rejections", skipped(statistics)),
+    }
+
+
+def _model_label(row: dict) -> str:
+    return f"{row['model']} (text)" if row["input"] == "text" else row["model"]
+
+
+def accuracy(metrics: dict) -> bytes:
+    """Accuracy per model and split with one-standard-deviation error bars; chance dashed.
+
+    Text-only rows are drawn in their own colour and marked "(text)": anything they get
+    above chance is solvable without the image.
+    """
+    models = metrics["models"]
+    splits = [split for split in ("dev", "test") if any(split in row for row in models)]
+    figure = Figure(figsize=(6 * len(splits), 0.45 * len(models) + 1.5), layout="tight")
+    axes = figure.subplots(1, len(splits))
+    for axis, split in zip(np.atleast_1d(axes), splits, strict=True):
+        rows = [row for row in models if split in row]
+        positions = np.arange(len(rows))[::-1]
+        axis.barh(
+            positions,
+            [100 * row[split]["accuracy"] for row in rows],
+            xerr=[100 * row[split]["std"] for row in rows],
+            color=[TEXT_COLOUR if row["input"] == "text" else IMAGE_COLOUR for row in rows],
+            capsize=3,
+        )
+        labels = [
+            f"{row['model']} (text)" if row["input"] == "text" else row["model"] for row in rows
+        ]
+        axis.set_yticks(positions, labels)
+        axis.axvline(100 * metrics["chance"], color="black", linestyle="--", label="chance")
+        axis.set_xlim(0, 100)
+        axis.set_xlabel("accuracy (%)")
+        axis.set_title(f"{split}: text-only rows red, image models blue")
+        axis.legend(fontsize="small", loc="lower right")
+    return _png(figure)
