@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import difflib
 import sys
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -490,6 +491,58 @@ class StrictParser(argparse.ArgumentParser):
         raise InputError(message)
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps the description and epilog line by line: paragraphs fit the terminal, an
+    indented example command line stays as written (argparse would run it into the text)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(
+            line
+            if line.startswith(" ")
+            else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
+            for line in text.splitlines()
+        )
+
+
+BEAM_OPTIONS = (
+    "Any other flag is passed to Apache Beam as a pipeline option, e.g. --runner "
+    "DataflowRunner --project PROJECT --region REGION --temp_location gs://BUCKET/tmp "
+    "--setup_file ./setup.py to run on Dataflow, or --direct_num_workers 2 "
+    "--direct_running_mode multi_processing to use two cores locally. A flag that is "
+    "neither one of the options above nor Beam's is refused with the closest known flag, "
+    "e.g. unknown flag --sead (did you mean --seed?)."
+)
+NO_OTHER_OPTIONS = (
+    "No other flag is taken: an unknown one is refused with the closest known flag, "
+    "e.g. unknown flag --sead (did you mean --seed?)."
+)
+
+
+@dataclass(frozen=True)
+class Command:
+    """What ``--help`` says about an entry point besides its options.
+
+    ``prog`` is the entry point's console script in setup.py: the help names the
+    command users install and type, also when it runs as ``python -m pipelines.<module>``.
+    """
+
+    prog: str
+    description: str  # one paragraph for users (the module docstring is for developers)
+    example: str  # a short command line
+    readme: str  # where README.md documents it and its options
+    beam: bool = True  # other flags are Beam pipeline options
+
+    def parser(self, usage: str | None = None) -> StrictParser:
+        return StrictParser(
+            prog=self.prog,
+            usage=usage,
+            description=f"{self.description}\n\nexample:\n  {self.example}",
+            epilog=f"{BEAM_OPTIONS if self.beam else NO_OTHER_OPTIONS} README.md documents "
+            f"it all: {self.readme}.",
+            formatter_class=_HelpFormatter,
+        )
+
+
 def shown_default(option: dataclasses.Field) -> str:
     """An option's default as --help and the README say it: never an empty string."""
     if option.default is REQUIRED:
@@ -554,15 +607,35 @@ def refuse_unknown(unknown: list[str], known: Iterable[str]) -> None:
     raise InputError(f"unknown flag {flag}{hint}")
 
 
-def parse_flags(argv: list[str] | None, *options_types: type) -> tuple[list[Any], list[str]]:
+def flags_parser(command: Command | None, *options_types: type) -> StrictParser:
+    """The parser of ``options_types``' flags; with ``command``, its --help for users.
+
+    The usage line names the required flags only: listing all forty would hide them.
+    """
+    if command is None:
+        parser = StrictParser()
+    else:
+        required = " ".join(
+            f"--{option.name} {option.name.upper()}"
+            for options_type in options_types
+            for option in dataclasses.fields(options_type)
+            if option.default is REQUIRED
+        )
+        parser = command.parser(f"%(prog)s {required} [option ...] [Beam pipeline option ...]")
+    for options_type in options_types:
+        add_arguments(parser, options_type)
+    return parser
+
+
+def parse_flags(
+    argv: list[str] | None, *options_types: type, command: Command | None = None
+) -> tuple[list[Any], list[str]]:
     """Our flags -> one instance per type; the rest must be Beam pipeline options.
 
     A flag that is neither ours nor Beam's is refused (Beam alone would only log a warning
     and run with the default).
     """
-    parser = StrictParser(description=__doc__)
-    for options_type in options_types:
-        add_arguments(parser, options_type)
+    parser = flags_parser(command, *options_types)
     known, beam_args = parser.parse_known_args(argv)
     beam = beam_parser()
     _, unknown = beam.parse_known_args(beam_args)
