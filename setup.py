@@ -24,7 +24,19 @@ setuptools.setup(
         "protobuf>=4.21",
         "google-crc32c>=1.5",  # TFRecord framing checksums for Beam's WriteToTFRecord
         "google-api-core>=2.11",  # claims on GCS: the precondition and not-found errors
+        "matplotlib>=3.8",  # the dataset card's and the trainer's PNG plots
     ],
+    entry_points={
+        # each exits with its main()'s return code; names match their --help (Command.prog).
+        # dmc-preview (pipelines.preview:main) goes here with that module.
+        "console_scripts": [
+            "dmc-generate = pipelines.generate:main",
+            "dmc-train = pipelines.train:main",
+            "dmc-regenerate = pipelines.regenerate:main",
+            "dmc-optimize = pipelines.optimize:main",
+            "dmc-make-corpus = pipelines.make_corpus:main",
+        ],
+    },
     extras_require={
         # gcp-storage-emulator: the GCS API server the cloud I/O tests start on loopback
         "test": ["pytest>=8", "nltk>=3.8", "ruff>=0.6", "gcp-storage-emulator>=2024.8"],

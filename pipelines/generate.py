@@ -28,7 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.claims import claimed
 from pipelines.manifest import build_manifest, file_checksum
 from pipelines.optimize import REPORT_FILE, SEARCH_DIRECTORY, run_search
-from pipelines.options import GenerateOptions
+from pipelines.options import Command, GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.versions import (
     LATEST_FILE,
@@ -243,8 +243,28 @@ def audit_summary(statistics: dict) -> str:
     return f"{metrics_table(audit)}\n{audit['verdict']['line']}"
 
 
+COMMAND = Command(
+    prog="dmc-generate",
+    description=(
+        "Generates a multiple-choice image-caption dataset from captioned images (COCO "
+        "captions_*.json, Flickr token files): for every caption, an instance of its image, "
+        "that caption and four decoys, captions of other images close to it in meaning but "
+        "not in wording. With the default decoy strategy (closed sets) every text-only model "
+        "scores exactly chance, and every run audits itself with text-only models. Each run "
+        "writes a new version under --output and points OUTPUT/latest at it; a run with the "
+        "inputs and options of a completed version does nothing."
+    ),
+    example="dmc-generate --input 'annotations/captions_*2014.json' --output out/mcic-coco",
+    readme='sections "Generating from your own corpus" and "Options"',
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    return cli(argv, lambda options, beam_args: summary(run(options, beam_args), options.output))
+    return cli(
+        argv,
+        lambda options, beam_args: summary(run(options, beam_args), options.output),
+        command=COMMAND,
+    )
 
 
 if __name__ == "__main__":

@@ -7,17 +7,32 @@ import logging
 import sys
 import time
 
-from pipelines.options import StrictParser, refuse_unknown
+from pipelines.options import Command, refuse_unknown
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
 from transforms.errors import InputError
 
 MAX_IMAGES = 150_000
 
+COMMAND = Command(
+    prog="dmc-make-corpus",
+    description=(
+        "Writes the project's synthetic corpus in COCO format: one latent scene per image "
+        "(a subject, an activity, a place, a time of day) and five captions describing it "
+        "with different templates, synonyms and omitted details. Image i depends only on "
+        "(seed, i), so smaller corpora are prefixes of larger ones."
+    ),
+    example="dmc-make-corpus --num_images 4000 --output out/corpus/captions_synthetic.json",
+    readme='section "The synthetic default corpus"',
+    beam=False,
+)
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = StrictParser(description=__doc__)
-    parser.add_argument("--output", required=True, help="COCO captions JSON to write")
-    parser.add_argument("--num_images", type=int, default=4000, help="images (default: 4000)")
+    parser = COMMAND.parser()
+    parser.add_argument("--output", required=True, help="COCO captions JSON to write (required)")
+    parser.add_argument(
+        "--num_images", type=int, default=4000, help=f"images, 1 to {MAX_IMAGES:,} (default: 4000)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="corpus seed (default: 0)")
     try:
         args, unknown = parser.parse_known_args(argv)

@@ -18,7 +18,7 @@ import sys
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.options import GenerateOptions
+from pipelines.options import Command, GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.read import expand_inputs
@@ -63,12 +63,26 @@ def run_search(options: GenerateOptions, beam_args: list[str]) -> dict:
     return json.loads(read_file(path))
 
 
+COMMAND = Command(
+    prog="dmc-optimize",
+    description=(
+        "Searches the paragraph-vector settings (OPTIMIZE-PV: dimensions x epochs, by "
+        "mgs-rank) and then lambda of the decoy score (OPTIMIZE-SCORE, by wmgs-rank) on one "
+        "split of the corpus, prints the report and writes it, with the winning model, to "
+        "OUTPUT/search/. It takes dmc-generate's options; the search group sets the grids. "
+        "dmc-generate --optimize runs the same search and then generates with the winners."
+    ),
+    example="dmc-optimize --input annotations/captions_val2017.json --output out/search",
+    readme='sections "Choosing PV and lambda" and "Options"',
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     def search(options: GenerateOptions, beam_args: list[str]) -> str:
         table = report_table(run_search(options, beam_args))
         return f"{table}\nreport written to {FileSystems.join(options.output, SEARCH_DIRECTORY)}"
 
-    return cli(argv, search)
+    return cli(argv, search, command=COMMAND)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 """Every option of the generator and the trainer, with its default and help: their one home.
 
-The argparse flags, the README's option tables and the run manifest are all
-derived from :class:`GenerateOptions` and :class:`TrainOptions`.
+The argparse flags and their --help groups, the README's option tables and the
+run manifest are all derived from :class:`GenerateOptions` and :class:`TrainOptions`.
 """
 
 import argparse
 import dataclasses
 import difflib
 import sys
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,8 +31,38 @@ from transforms.trainer.models import TrainConfig
 REQUIRED = dataclasses.MISSING
 
 
-def _option(default: Any, help: str, choices: tuple[str, ...] | None = None) -> Any:
-    metadata = {"help": help, "choices": choices}
+class Group:
+    """The option groups of ``--help`` and of the README's option tables.
+
+    Every option names one (``_option(..., group=Group.X)``), so a new option
+    cannot land outside a group, and a misspelt group is an AttributeError.
+    """
+
+    IO = "input and output"
+    SPLITS = "splits and seed"
+    DECOYS = "decoys"
+    PV = "paragraph vectors (PV-DBOW)"
+    SEARCH = "search (OPTIMIZE-PV, OPTIMIZE-SCORE)"
+    INDEX = "nearest-neighbour index"
+    PERFORMANCE = "performance"
+    AUDIT = "audit"
+    FEATURES = "features"
+    TRAINING = "training"
+    MODELS = "models"
+    REGENERATE = "regenerate"
+    LOGGING = "logging"
+
+
+def _option(
+    default: Any,
+    help: str,
+    choices: tuple[str, ...] | None = None,
+    *,
+    group: str,
+    empty_means: str = "none",
+) -> Any:
+    """``empty_means``: what an empty-string default does, in a word or two for --help."""
+    metadata = {"help": help, "choices": choices, "group": group, "empty_means": empty_means}
     if default is REQUIRED:
         return field(metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -43,78 +74,109 @@ class GenerateOptions:
         REQUIRED,
         "comma-separated COCO captions_*.json or Flickr token files (paths or globs, "
         "read through Beam's filesystems)",
+        group=Group.IO,
     )
     output: str = _option(
         REQUIRED,
         "output root: each run writes OUTPUT/versions/<version>/ and makes it the latest "
         "(OUTPUT/latest.txt, the OUTPUT/latest symlink on a local disk, OUTPUT/README.md); "
         "through Beam's filesystems",
+        group=Group.IO,
     )
-    label: str = _option("", "prefix of the version name, e.g. coco2014 -> coco2014-<digest>")
+    label: str = _option(
+        "", "prefix of the version name, e.g. coco2014 -> coco2014-<digest>", group=Group.IO
+    )
     captions_license: str = _option(
         "cc-by-4.0",
         "licence of the input captions, for the dataset card (a HuggingFace licence id: COCO's "
         "captions are cc-by-4.0; 'other' where the corpus has its own terms)",
+        group=Group.IO,
     )
     force: bool = _option(
-        False, "run even when a completed version for these inputs and options exists"
+        False,
+        "run even when a completed version for these inputs and options exists",
+        group=Group.IO,
     )
     merge_inputs: bool = _option(
         False,
         "let an image id occur in several input files and merge its captions (without it, "
         "that is an error naming both files)",
+        group=Group.IO,
     )
-    n_dev: int = _option(2000, "images in the dev split")
-    n_test: int = _option(2000, "images in the test split")
-    seed: int = _option(0, "seed of the split keys, PV training and option shuffling")
-    neighbours: int = _option(500, "N: candidates per target, the top-N by simPV")
+    n_dev: int = _option(2000, "images in the dev split", group=Group.SPLITS)
+    n_test: int = _option(2000, "images in the test split", group=Group.SPLITS)
+    seed: int = _option(
+        0, "seed of the split keys, PV training and option shuffling", group=Group.SPLITS
+    )
+    neighbours: int = _option(
+        500, "N: candidates per target, the top-N by simPV", group=Group.DECOYS
+    )
     decoys: str = _option(
-        DEFAULT_STRATEGY, "the decoy strategy (README: Decoy strategies)", tuple(STRATEGIES)
+        DEFAULT_STRATEGY,
+        "the decoy strategy (README: Decoy strategies)",
+        tuple(STRATEGIES),
+        group=Group.DECOYS,
     )
     decoy_pool: str = _option(
         "",
         "where candidates come from: all (the whole corpus, as in the paper) or split (the "
-        "target's split only); empty: the strategy's own ("
-        + ", ".join(f"{name}: {strategy.pools[0]}" for name, strategy in STRATEGIES.items())
-        + ")",
+        "target's split only); each strategy has its own: "
+        + ", ".join(f"{name} {strategy.pools[0]}" for name, strategy in STRATEGIES.items()),
         ("", *DECOY_POOLS),
+        group=Group.DECOYS,
+        empty_means="the strategy's own",
     )
     set_neighbours: int = _option(
-        50, "closed_sets: a caption's set is formed among its K nearest captions of its split"
+        50,
+        "closed_sets: a caption's set is formed among its K nearest captions of its split",
+        group=Group.DECOYS,
     )
     set_memberships: int = _option(
         3,
         "closed_sets: the most sets a caption may belong to (1: a partition; more: captions the "
         "partition leaves out get overlay sets among captions in fewer sets)",
+        group=Group.DECOYS,
     )
-    score_lambda: float = _option(0.3, "lambda of Score = lambda*simPV + (1-lambda)*simSURF")
+    score_lambda: float = _option(
+        0.3, "lambda of Score = lambda*simPV + (1-lambda)*simSURF", group=Group.DECOYS
+    )
     surf_limit: float = _option(
         0.5,
         "L: candidates with simSURF >= L score 0; no decoy reaches it against any caption of "
         "the target's image",
+        group=Group.DECOYS,
     )
     own_caption_rule: bool = _option(
         False,
         "also reject decoys whose simPV to the target reaches the target's mean simPV to its "
         "image's other captions",
+        group=Group.DECOYS,
     )
     adversarial_rounds: int = _option(
         0,
         "rounds of adversarial filtering (AFLite-like): decoys of instances a cross-fitted "
         "text-only model gets right are swapped for reserve candidates; 0 = off; not for "
         "strategies with a guarantee",
+        group=Group.DECOYS,
     )
     adversarial_reserve: int = _option(
         8,
         "adversarial filtering: further valid candidates kept per target, which it may swap in",
+        group=Group.DECOYS,
     )
-    pv_dim: int = _option(256, "PV-DBOW vector size (paper: 1024)")
-    pv_epochs: int = _option(20, "PV-DBOW training epochs (paper: 5, too few below ~500k captions)")
-    pv_min_count: int = _option(1, "PV-DBOW: ignore words rarer than this")
-    pv_hs: int = _option(1, "PV-DBOW: 1 = hierarchical softmax (paper's softmax loss)")
-    pv_negative: int = _option(0, "PV-DBOW: negative samples (0 = none)")
+    pv_dim: int = _option(256, "PV-DBOW vector size (paper: 1024)", group=Group.PV)
+    pv_epochs: int = _option(
+        20, "PV-DBOW training epochs (paper: 5, too few below ~500k captions)", group=Group.PV
+    )
+    pv_min_count: int = _option(1, "PV-DBOW: ignore words rarer than this", group=Group.PV)
+    pv_hs: int = _option(
+        1, "PV-DBOW: 1 = hierarchical softmax (paper's softmax loss)", group=Group.PV
+    )
+    pv_negative: int = _option(0, "PV-DBOW: negative samples (0 = none)", group=Group.PV)
     pv_workers: int = _option(
-        1, "PV-DBOW training threads; 1 is reproducible for a seed, more is faster but not"
+        1,
+        "PV-DBOW training threads; 1 is reproducible for a seed, more is faster but not",
+        group=Group.PV,
     )
     pv_model: str = _option(
         "",
@@ -122,41 +184,67 @@ class GenerateOptions:
         "by `generate` or the winner `optimize` kept, on exactly these captions in this order "
         "(the model carries their checksum); one saved by gensim itself, or of other captions, "
         "is refused",
+        group=Group.PV,
     )
     optimize: bool = _option(
-        False, "generate: run OPTIMIZE-PV and OPTIMIZE-SCORE first and use their winners"
+        False,
+        "generate: run OPTIMIZE-PV and OPTIMIZE-SCORE first and use their winners",
+        group=Group.SEARCH,
     )
-    pv_dim_grid: str = _option("64,256,512,1024", "OPTIMIZE-PV: PV dimensions to try")
-    pv_epochs_grid: str = _option("5,10,20,50", "OPTIMIZE-PV: PV epochs to try")
+    pv_dim_grid: str = _option(
+        "64,256,512,1024", "OPTIMIZE-PV: PV dimensions to try", group=Group.SEARCH
+    )
+    pv_epochs_grid: str = _option("5,10,20,50", "OPTIMIZE-PV: PV epochs to try", group=Group.SEARCH)
     lambda_grid: str = _option(
-        "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1", "OPTIMIZE-SCORE: lambdas to try"
+        "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1",
+        "OPTIMIZE-SCORE: lambdas to try",
+        group=Group.SEARCH,
     )
-    search_split: str = _option("dev", "the split whose captions the searches evaluate on", SPLITS)
+    search_split: str = _option(
+        "dev", "the split whose captions the searches evaluate on", SPLITS, group=Group.SEARCH
+    )
     search_sample_images: int = _option(
-        0, "search on only this many images (smallest split keys: dev first); 0 = all"
+        0,
+        "search on only this many images (smallest split keys: dev first); 0 = all",
+        group=Group.SEARCH,
     )
     index_exact_limit: int = _option(
-        100_000, "pools of up to this many captions are searched exactly; larger ones by IVF"
+        100_000,
+        "pools of up to this many captions are searched exactly; larger ones by IVF",
+        group=Group.INDEX,
     )
-    ivf_nlist: int = _option(0, "IVF clusters (0: 4 * sqrt(pool size))")
+    ivf_nlist: int = _option(0, "IVF clusters (0: 4 * sqrt(pool size))", group=Group.INDEX)
     ivf_nprobe: int = _option(
-        0, "IVF clusters scanned per query (0: enough to scan --ivf_scan x N vectors)"
+        0,
+        "IVF clusters scanned per query (0: enough to scan --ivf_scan x N vectors)",
+        group=Group.INDEX,
     )
     ivf_scan: float = _option(
-        20.0, "with --ivf_nprobe 0: vectors each query scans, as a multiple of N (recall vs time)"
+        20.0,
+        "with --ivf_nprobe 0: vectors each query scans, as a multiple of N (recall vs time)",
+        group=Group.INDEX,
     )
     search_threads: int = _option(
-        0, "faiss threads per worker process (0: all cores; 1 when running several workers)"
+        0,
+        "faiss threads per worker process (0: all cores; 1 when running several workers)",
+        group=Group.PERFORMANCE,
     )
-    shard_size: int = _option(5000, "targets per shard of neighbour search and scoring")
-    batch_size: int = _option(500, "targets per faiss query and scoring batch")
+    shard_size: int = _option(
+        5000, "targets per shard of neighbour search and scoring", group=Group.PERFORMANCE
+    )
+    batch_size: int = _option(
+        500, "targets per faiss query and scoring batch", group=Group.PERFORMANCE
+    )
     output_shards: int = _option(
-        0, "files per split and format (0: one per 20,000 captions of the split)"
+        0,
+        "files per split and format (0: one per 20,000 captions of the split)",
+        group=Group.PERFORMANCE,
     )
     audit_sample: int = _option(
         20_000,
         "the learned text-only audit (Text-FFNN, trainer defaults) is fitted on this many "
         "train instances; 0 = all",
+        group=Group.AUDIT,
     )
 
     def pv_config(self) -> PVConfig:
@@ -287,32 +375,64 @@ class TrainOptions:
     dataset: str = _option(
         REQUIRED,
         "generate's --output (its latest version is read) or one completed OUTPUT/<version>",
+        group=Group.IO,
     )
-    output: str = _option(REQUIRED, "where metrics.json, table.txt and models/ are written")
+    output: str = _option(
+        REQUIRED, "where metrics.json, table.txt and models/ are written", group=Group.IO
+    )
     image_features: str = _option(
         "",
         "Parquet (columns image, features) or .npy (with --image_ids) of image vectors; "
-        '"": concept features from the image\'s other captions (an oracle, not vision)',
+        "without it, concept features read off the image's other captions (an oracle, not "
+        "vision)",
+        group=Group.FEATURES,
+        empty_means="concept features",
     )
     image_ids: str = _option(
-        "", "with a .npy --image_features: its rows' image ids or file names, one a line"
+        "",
+        "with a .npy --image_features: its rows' image ids or file names, one a line",
+        group=Group.FEATURES,
     )
-    dim: int = _option(256, "longer image and caption vectors are randomly projected to this size")
-    seed: int = _option(0, "seed of the projections, initial weights and minibatch order")
-    concept_vocabulary: int = _option(1000, "concept features: the most frequent visual words")
-    concept_min_count: int = _option(5, "concept features: ignore words in fewer train captions")
+    dim: int = _option(
+        256,
+        "longer image and caption vectors are randomly projected to this size",
+        group=Group.FEATURES,
+    )
+    seed: int = _option(
+        0, "seed of the projections, initial weights and minibatch order", group=Group.TRAINING
+    )
+    concept_vocabulary: int = _option(
+        1000, "concept features: the most frequent visual words", group=Group.FEATURES
+    )
+    concept_min_count: int = _option(
+        5, "concept features: ignore words in fewer train captions", group=Group.FEATURES
+    )
     ridge_alphas: str = _option(
-        "0.1,1,10,100,1000", "Baseline-I2C/C2I: ridge penalties tried; the best on dev wins"
+        "0.1,1,10,100,1000",
+        "Baseline-I2C/C2I: ridge penalties tried; the best on dev wins",
+        group=Group.MODELS,
     )
-    epochs: int = _option(20, "LinM, FFNNs: passes over train; the best epoch on dev is kept")
-    batch_size: int = _option(20, "LinM, FFNNs: instances per step (paper: 20)")
-    linm_learning_rate: float = _option(0.001, "Baseline-LinM: subgradient step size")
-    linm_l2: float = _option(1e-4, "Baseline-LinM: L2 penalty on Theta")
-    ffnn_hidden: str = _option("256,128", "FFNNs: sizes of the two ReLU hidden layers")
+    epochs: int = _option(
+        20, "LinM, FFNNs: passes over train; the best epoch on dev is kept", group=Group.TRAINING
+    )
+    batch_size: int = _option(
+        20, "LinM, FFNNs: instances per step (paper: 20)", group=Group.TRAINING
+    )
+    linm_learning_rate: float = _option(
+        0.001, "Baseline-LinM: subgradient step size", group=Group.MODELS
+    )
+    linm_l2: float = _option(1e-4, "Baseline-LinM: L2 penalty on Theta", group=Group.MODELS)
+    ffnn_hidden: str = _option(
+        "256,128", "FFNNs: sizes of the two ReLU hidden layers", group=Group.MODELS
+    )
     ffnn_learning_rate: float = _option(
-        0.05, "FFNNs: Adagrad learning rate (paper: 0.01 over 3M steps)"
+        0.05,
+        "FFNNs: Adagrad learning rate (paper: 0.01 over 3M steps)",
+        group=Group.MODELS,
     )
-    clip_norm: float = _option(4.0, "FFNNs: gradients are clipped to this norm (paper: 4)")
+    clip_norm: float = _option(
+        4.0, "FFNNs: gradients are clipped to this norm (paper: 4)", group=Group.MODELS
+    )
 
     def feature_config(self, dataset: str) -> FeatureConfig:
         """``dataset``: the completed dataset directory the run resolved."""
@@ -378,21 +498,92 @@ class StrictParser(argparse.ArgumentParser):
         raise InputError(message)
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps the description and epilog line by line: paragraphs fit the terminal, an
+    indented example command line stays as written (argparse would run it into the text)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(
+            line
+            if line.startswith(" ")
+            else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
+            for line in text.splitlines()
+        )
+
+
+BEAM_OPTIONS = (
+    "Any other flag is passed to Apache Beam as a pipeline option, e.g. --runner "
+    "DataflowRunner --project PROJECT --region REGION --temp_location gs://BUCKET/tmp "
+    "--setup_file ./setup.py to run on Dataflow, or --direct_num_workers 2 "
+    "--direct_running_mode multi_processing to use two cores locally. A flag that is "
+    "neither one of the options above nor Beam's is refused with the closest known flag, "
+    "e.g. unknown flag --sead (did you mean --seed?)."
+)
+NO_OTHER_OPTIONS = (
+    "No other flag is taken: an unknown one is refused with the closest known flag, "
+    "e.g. unknown flag --sead (did you mean --seed?)."
+)
+
+
+@dataclass(frozen=True)
+class Command:
+    """What ``--help`` says about an entry point besides its options.
+
+    ``prog`` is the entry point's console script in setup.py: the help names the
+    command users install and type, also when it runs as ``python -m pipelines.<module>``.
+    """
+
+    prog: str
+    description: str  # one paragraph for users (the module docstring is for developers)
+    example: str  # a short command line
+    readme: str  # where README.md documents it and its options
+    beam: bool = True  # other flags are Beam pipeline options
+
+    def parser(self, usage: str | None = None) -> StrictParser:
+        return StrictParser(
+            prog=self.prog,
+            usage=usage,
+            description=f"{self.description}\n\nexample:\n  {self.example}",
+            epilog=f"{BEAM_OPTIONS if self.beam else NO_OTHER_OPTIONS} README.md documents "
+            f"it all: {self.readme}.",
+            formatter_class=_HelpFormatter,
+        )
+
+
+def shown_default(option: dataclasses.Field) -> str:
+    """An option's default as --help and the README say it: never an empty string."""
+    if option.default is REQUIRED:
+        return "required"
+    if option.type is bool:
+        return "on" if option.default else "off"
+    if option.default == "":
+        return option.metadata["empty_means"]
+    return str(option.default)
+
+
 def add_arguments(parser: argparse.ArgumentParser, options_type: type = GenerateOptions) -> None:
+    """Each option under its group's heading, which options of several types may share."""
+    groups = {group.title: group for group in parser._action_groups}
     for option in dataclasses.fields(options_type):
-        required = option.default is REQUIRED
+        title = option.metadata["group"]
+        if title not in groups:
+            groups[title] = parser.add_argument_group(title)
+        required, choices = option.default is REQUIRED, option.metadata["choices"]
+        help = option.metadata["help"] + (
+            " (required)" if required else f" (default: {shown_default(option)})"
+        )
         if option.type is bool:
-            parser.add_argument(
-                f"--{option.name}", action="store_true", help=option.metadata["help"]
-            )
+            groups[title].add_argument(f"--{option.name}", action="store_true", help=help)
             continue
-        parser.add_argument(
+        groups[title].add_argument(
             f"--{option.name}",
             type=option.type,
             required=required,
             default=None if required else option.default,
-            choices=option.metadata["choices"],
-            help=option.metadata["help"] + ("" if required else f" (default: {option.default})"),
+            choices=choices,
+            # an empty choice (the default) is not one to type: {all,split}, not {,all,split}
+            metavar="{" + ",".join(filter(None, choices)) + "}" if choices else None,
+            help=help,
         )
 
 
@@ -423,15 +614,35 @@ def refuse_unknown(unknown: list[str], known: Iterable[str]) -> None:
     raise InputError(f"unknown flag {flag}{hint}")
 
 
-def parse_flags(argv: list[str] | None, *options_types: type) -> tuple[list[Any], list[str]]:
+def flags_parser(command: Command | None, *options_types: type) -> StrictParser:
+    """The parser of ``options_types``' flags; with ``command``, its --help for users.
+
+    The usage line names the required flags only: listing all forty would hide them.
+    """
+    if command is None:
+        parser = StrictParser()
+    else:
+        required = " ".join(
+            f"--{option.name} {option.name.upper()}"
+            for options_type in options_types
+            for option in dataclasses.fields(options_type)
+            if option.default is REQUIRED
+        )
+        parser = command.parser(f"%(prog)s {required} [option ...] [Beam pipeline option ...]")
+    for options_type in options_types:
+        add_arguments(parser, options_type)
+    return parser
+
+
+def parse_flags(
+    argv: list[str] | None, *options_types: type, command: Command | None = None
+) -> tuple[list[Any], list[str]]:
     """Our flags -> one instance per type; the rest must be Beam pipeline options.
 
     A flag that is neither ours nor Beam's is refused (Beam alone would only log a warning
     and run with the default).
     """
-    parser = StrictParser(description=__doc__)
-    for options_type in options_types:
-        add_arguments(parser.add_argument_group(options_type.__name__), options_type)
+    parser = flags_parser(command, *options_types)
     known, beam_args = parser.parse_known_args(argv)
     beam = beam_parser()
     _, unknown = beam.parse_known_args(beam_args)
@@ -453,15 +664,27 @@ def parse_options(
 
 
 def markdown_table(options_type: type = GenerateOptions) -> str:
-    """The README's option table."""
-    rows = ["| option | default | meaning |", "| --- | --- | --- |"]
+    """The README's option tables: one per group, under its name, as --help groups them.
+
+    A type whose options are all in one group gets one table without a name.
+    """
+    groups: dict[str, list[str]] = {}
     for option in dataclasses.fields(options_type):
-        if option.default is REQUIRED:
-            default = "required"
-        else:
-            default = f"`{option.default}`" if option.default != "" else '`""`'
-        rows.append(f"| `--{option.name}` | {default} | {option.metadata['help']} |")
-    return "\n".join(rows)
+        default = shown_default(option)
+        if option.default not in (REQUIRED, "") and option.type is not bool:
+            default = f"`{default}`"
+        groups.setdefault(option.metadata["group"], []).append(
+            f"| `--{option.name}` | {default} | {option.metadata['help']} |"
+        )
+    tables = {
+        title: "\n".join(["| option | default | meaning |", "| --- | --- | --- |", *rows])
+        for title, rows in groups.items()
+    }
+    if len(tables) == 1:
+        return next(iter(tables.values()))
+    return "\n\n".join(
+        f"**{title[0].upper()}{title[1:]}**\n\n{table}" for title, table in tables.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -472,6 +695,7 @@ class RegenerateOptions:
         False,
         "then train and evaluate (pipelines.train defaults: concept features) into "
         "OUTPUT/<version>/evaluation, unless that version has been evaluated already",
+        group=Group.REGENERATE,
     )
 
 
@@ -483,8 +707,9 @@ class LogOptions:
         False,
         "every log line (Beam's own and tracebacks too) on stderr; without it, progress and "
         "warnings only when stderr is a terminal",
+        group=Group.LOGGING,
     )
-    log_file: str = _option("", "append log lines to this local file")
+    log_file: str = _option("", "append log lines to this local file", group=Group.LOGGING)
 
 
 TABLES = {

@@ -21,6 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines import train
 from pipelines.generate import Generated, run
 from pipelines.options import (
+    Command,
     GenerateOptions,
     LogOptions,
     RegenerateOptions,
@@ -114,6 +115,22 @@ def regenerate(
     return line
 
 
+COMMAND = Command(
+    prog="dmc-regenerate",
+    description=(
+        "For schedulers: generates a dataset only when its inputs or options differ from "
+        "those of the version OUTPUT/latest names, with --train also evaluates a new version, "
+        "and prints exactly one line for the log. It takes dmc-generate's options. Exit code "
+        "0: generated or up to date; 2: bad input or options; 1: the run failed (traceback "
+        "on stderr)."
+    ),
+    example=(
+        "dmc-regenerate --input 'gs://BUCKET/coco/captions_*.json' --output gs://BUCKET/mcic-coco"
+    ),
+    readme='sections "Scheduled regeneration" and "Options"',
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Always exactly one line on stdout: ``<UTC time> regenerate <output>: <what happened>``.
 
@@ -122,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     time_now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     try:
         (regenerate_options, options, log), beam_args = parse_flags(
-            argv, RegenerateOptions, GenerateOptions, LogOptions
+            argv, RegenerateOptions, GenerateOptions, LogOptions, command=COMMAND
         )
     except Exception as error:
         print(f"{time_now} regenerate: {one_line_error(error)}")

@@ -10,7 +10,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from pipelines.options import GenerateOptions, LogOptions, parse_flags
+from pipelines.options import Command, GenerateOptions, LogOptions, parse_flags
 from transforms.errors import input_error_message
 
 
@@ -94,14 +94,17 @@ def cli(
     argv: list[str] | None,
     run: Callable[[Any, list[str]], str],
     options_type: type = GenerateOptions,
+    *,
+    command: Command,
 ) -> int:
     """Parses flags into ``options_type``, runs, prints what ``run`` returns.
 
-    An input error (a bad flag included) is one line on stderr and exit code 2;
-    anything else raises, which prints its traceback and exits with 1.
+    ``command`` is what --help says about the entry point. An input error (a bad
+    flag included) is one line on stderr and exit code 2; anything else raises,
+    which prints its traceback and exits with 1.
     """
     try:
-        (options, log), beam_args = parse_flags(argv, options_type, LogOptions)
+        (options, log), beam_args = parse_flags(argv, options_type, LogOptions, command=command)
         with logging_to(log):
             summary = run(options, beam_args)
     except Exception as error:

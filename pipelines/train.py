@@ -23,7 +23,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
-from pipelines.options import TrainOptions
+from pipelines.options import Command, TrainOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.versions import completed_dataset
 from transforms.corpus.split import SPLITS
@@ -75,12 +75,26 @@ def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
     return metrics
 
 
+COMMAND = Command(
+    prog="dmc-train",
+    description=(
+        "Trains and evaluates the paper's models (Baseline-I2C, -C2I, -LinM, the FFNN and a "
+        "text-only FFNN) on a dataset dmc-generate wrote, and prints their accuracy on dev "
+        "and test in the shape of the paper's Table 3; metrics.json, table.txt and the "
+        "fitted models go to --output. Without --image_features an image is represented by "
+        "concept features read off its other captions: an oracle, not vision."
+    ),
+    example="dmc-train --dataset out/mcic-coco --output out/train-coco",
+    readme='section "Training and evaluating models" and its "Trainer options"',
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     def train(options: TrainOptions, beam_args: list[str]) -> str:
         table = metrics_table(run(options, beam_args))
         return f"{table}\nmetrics and models written to {options.output}"
 
-    return cli(argv, train, TrainOptions)
+    return cli(argv, train, TrainOptions, command=COMMAND)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ import pathlib
 import re
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("pipelines", "transforms", "schemas")
 
@@ -22,7 +24,7 @@ def _setup_arguments() -> dict:
         for node in ast.walk(ast.parse((ROOT / "setup.py").read_text()))
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "setup"
     )
-    wanted = ("install_requires", "extras_require")
+    wanted = ("install_requires", "extras_require", "entry_points")
     return {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg in wanted}
 
 
@@ -66,3 +68,30 @@ def test_workers_get_every_imported_package_and_no_test_tools():
     test_tools = _requirement_names(arguments["extras_require"]["test"])
     assert not test_tools & required
     assert not test_tools & imported, "worker code imports a test-only package"
+
+
+def test_console_scripts_run_each_entry_points_main_which_returns_the_exit_code(capsys, tmp_path):
+    """pip's script is ``sys.exit(main())``: main must return the exit code, and --help
+    must name the script."""
+    scripts = [
+        importlib.metadata.EntryPoint(*script.split(" = "), group="console_scripts")
+        for script in _setup_arguments()["entry_points"]["console_scripts"]
+    ]
+    assert {script.name for script in scripts} == {
+        "dmc-generate",
+        "dmc-train",
+        "dmc-regenerate",
+        "dmc-optimize",
+        "dmc-make-corpus",
+    }
+    for script in scripts:
+        main = script.load()
+        code = main(["--output", "o", "--no_such_flag"])
+        assert type(code) is int and code == 2, script.name
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exited:
+            main(["--help"])
+        assert exited.value.code == 0
+        assert capsys.readouterr().out.startswith(f"usage: {script.name} "), script.name
+    make_corpus = next(script for script in scripts if script.name == "dmc-make-corpus").load()
+    assert make_corpus(["--output", str(tmp_path / "c.json"), "--num_images", "3"]) == 0

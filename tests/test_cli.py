@@ -1,0 +1,77 @@
+"""What ``--help`` tells a user: the command's name, what it does, its options by group."""
+
+import dataclasses
+import re
+
+import pytest
+
+from pipelines import generate, make_corpus, train
+from pipelines.options import REQUIRED, GenerateOptions, LogOptions, TrainOptions
+
+ENTRY_POINTS = [
+    (generate, "dmc-generate", (GenerateOptions, LogOptions)),
+    (train, "dmc-train", (TrainOptions, LogOptions)),
+]
+
+
+def _help(module, capsys) -> str:
+    with pytest.raises(SystemExit) as exited:
+        module.main(["--help"])
+    assert exited.value.code == 0
+    return capsys.readouterr().out
+
+
+def _sections(help_text: str) -> dict[str, list[str]]:
+    """{heading: the flags listed under it}, from the help's own layout."""
+    sections: dict[str, list[str]] = {}
+    heading = ""
+    for line in help_text.splitlines():
+        if re.fullmatch(r"\S.*:", line):
+            heading = line[:-1]
+            sections[heading] = []
+        elif match := re.match(r"  (--\w+)", line):
+            sections[heading].append(match.group(1))
+    return sections
+
+
+@pytest.mark.parametrize(("module", "prog", "options_types"), ENTRY_POINTS)
+def test_help_names_the_command_says_what_it_does_and_groups_its_options(
+    module, prog, options_types, capsys
+):
+    text = _help(module, capsys)
+    words = " ".join(text.split())
+    assert text.startswith(f"usage: {prog} --")
+    assert words.startswith(f"usage: {prog} ") and module.COMMAND.description in words
+    assert module.__doc__.splitlines()[0] not in words, "the developer docstring is not help"
+    assert f"\nexample:\n  {prog} --" in text
+    fields = [f for options_type in options_types for f in dataclasses.fields(options_type)]
+    headings = [title for title in _sections(text) if title not in ("options", "example")]
+    assert headings == list(dict.fromkeys(f.metadata["group"] for f in fields))
+    assert "(default: )" not in words
+    defaults = re.findall(r"\(default: ([^)]*)\)", words)
+    assert len(defaults) == sum(f.default is not REQUIRED for f in fields)
+    assert not {"", "False", "True"} & set(defaults)
+    assert words.count("(required)") == sum(f.default is REQUIRED for f in fields)
+    assert "Any other flag is passed to Apache Beam as a pipeline option" in words
+    assert "--runner DataflowRunner" in words and "(did you mean --seed?)" in words
+    assert "README.md" in words
+
+
+@pytest.mark.parametrize(("module", "prog", "options_types"), ENTRY_POINTS)
+def test_every_option_is_listed_once_under_its_own_group(module, prog, options_types, capsys):
+    listed = [
+        (flag, heading)
+        for heading, flags in _sections(_help(module, capsys)).items()
+        for flag in flags
+    ]
+    flags = [flag for flag, _ in listed]
+    for options_type in options_types:
+        for option in dataclasses.fields(options_type):
+            assert flags.count(f"--{option.name}") == 1, option.name
+            assert (f"--{option.name}", option.metadata["group"]) in listed, option.name
+
+
+def test_make_corpus_help_does_not_promise_beam_options(capsys):
+    words = " ".join(_help(make_corpus, capsys).split())
+    assert words.startswith("usage: dmc-make-corpus ")
+    assert "Apache Beam" not in words and "(did you mean --seed?)" in words
