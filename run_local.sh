@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up .venv (when setup.py changed since the last set-up), writes the
 # project's synthetic default corpus and generates a dataset from it
-# into ./out/synthetic/<version>. Extra arguments go to pipelines.generate, e.g.
+# into ./out/synthetic/versions/<version>. Extra arguments go to pipelines.generate, e.g.
 #   ./run_local.sh --decoys mcic --direct_num_workers 2
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -39,6 +39,18 @@ setuptools.setup(
     },
     extras_require={
         # gcp-storage-emulator: the GCS API server the cloud I/O tests start on loopback
-        "test": ["pytest>=8", "nltk>=3.8", "ruff>=0.6", "gcp-storage-emulator>=2024.8"],
+        # pandas, datasets, torch: the README's loading snippets are run as written
+        # (torch pinned to the CPU build this machine's package index serves; a range
+        # would pull a CUDA build of several GB)
+        "test": [
+            "pytest>=8",
+            "nltk>=3.8",
+            "ruff>=0.6",
+            "gcp-storage-emulator>=2024.8",
+            "pandas>=2",
+            "datasets>=3",
+            "pyyaml>=6",
+            "torch==2.13.0",
+        ],
     },
 )

@@ -1,4 +1,4 @@
-"""One run per version: an exclusive claim (``OUTPUT/<version>/_LOCK``) with an owner and a lease.
+"""One run per version: an exclusive claim (``<version>/_LOCK``) with an owner and a lease.
 
 A run claims the version directory before it clears or writes anything in
 it, renews the lease while it runs and releases the claim at the end. The

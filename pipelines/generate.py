@@ -44,7 +44,9 @@ from pipelines.versions import (
     verify_version,
     version_name,
 )
+from schemas.layout import FEATURE_SPEC_FILE
 from schemas.records import SKIPPED
+from schemas.tf_example import tfrecord_feature_spec
 from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.read import check_distinct_contents, expand_inputs
 from transforms.corpus.store import TrainParagraphVectors
@@ -146,7 +148,7 @@ def up_to_date(output: str, version: Version) -> Generated:
 
 
 def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generated:
-    """Generates OUTPUT/<version>/ unless a completed one exists; publishes it last.
+    """Generates OUTPUT/versions/<version>/ unless a completed one exists; publishes it last.
 
     The version is claimed (:mod:`pipelines.claims`) before anything in it is
     cleared or written; another run holding it stops this one with an InputError.
@@ -205,6 +207,7 @@ def generate(
         options, version.name, checksums, beam_args, statistics, metrics, search
     )
     write_card(options.output, manifest, statistics)
+    write_json(FileSystems.join(options.output, FEATURE_SPEC_FILE), tfrecord_feature_spec())
     manifest["files"] = checked_inventory(options.output, metrics)
     write_json(FileSystems.join(options.output, MANIFEST_FILE), manifest)
     version = publish(root, version, {"instances": statistics["total"]["instances"]})

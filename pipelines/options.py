@@ -374,7 +374,8 @@ class GenerateOptions:
 class TrainOptions:
     dataset: str = _option(
         REQUIRED,
-        "generate's --output (its latest version is read) or one completed OUTPUT/<version>",
+        "generate's --output (its latest version is read) or one completed "
+        "OUTPUT/versions/<version>",
         group=Group.IO,
     )
     output: str = _option(
@@ -694,7 +695,7 @@ class RegenerateOptions:
     train: bool = _option(
         False,
         "then train and evaluate (pipelines.train defaults: concept features) into "
-        "OUTPUT/<version>/evaluation, unless that version has been evaluated already",
+        "OUTPUT/versions/<version>/evaluation, unless that version has been evaluated already",
         group=Group.REGENERATE,
     )
 

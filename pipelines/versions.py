@@ -46,7 +46,7 @@ VERSIONS_DIRECTORY = "versions"
 LATEST_FILE = "latest.txt"
 LATEST_LINK = "latest"
 MANIFEST_FILE = "manifest.json"
-# OUTPUT/<version>/evaluation: added by regenerate --train (not "train", a split's name)
+# OUTPUT/versions/<version>/evaluation: added by regenerate --train (not "train", a split's name)
 EVALUATION_DIRECTORY = "evaluation"
 # Files of a version directory that are not part of the dataset the manifest lists.
 NOT_LISTED = (COMPLETE_FILE, MANIFEST_FILE, LOCK_FILE)

@@ -18,35 +18,42 @@ import pyarrow as pa
 NUM_OPTIONS = 5
 
 
+NUM_DECOYS = NUM_OPTIONS - 1
+
+
 @dataclass(frozen=True)
 class Field:
     name: str
     kind: str  # "string", "int64" or "float64"
-    repeated: bool
+    length: int | None  # values per instance of a list field; None: a scalar
     doc: str
+
+    @property
+    def repeated(self) -> bool:
+        return self.length is not None
 
 
 FIELDS: tuple[Field, ...] = (
     Field(
         "example_id",
         "string",
-        False,
+        None,
         "'<image_id>_<k>': the k-th caption of the image is the target",
     ),
-    Field("split", "string", False, "train, dev or test"),
-    Field("image_id", "string", False, "the image's id in the input corpus"),
-    Field("image_file", "string", False, "the image's file name (COCO file_name, Flickr name)"),
-    Field("image_url", "string", False, "COCO's coco_url; empty when the corpus has none"),
-    Field("options", "string", True, "5 normalised captions in shuffled order"),
-    Field("label", "int64", False, "position of the target in options (0-4)"),
-    Field("option_caption_ids", "string", True, "caption id of each option"),
-    Field("option_image_ids", "string", True, "image id of each option's caption"),
-    Field("target_caption_id", "string", False, "caption id of the target"),
-    Field("decoy_caption_ids", "string", True, "the 4 decoys' caption ids, best Score first"),
-    Field("decoy_image_ids", "string", True, "the 4 decoys' image ids, same order"),
-    Field("decoy_sim_pv", "float64", True, "simPV(decoy, target), same order"),
-    Field("decoy_sim_surf", "float64", True, "simSURF(decoy, target), same order"),
-    Field("decoy_score", "float64", True, "Score(decoy, target), same order"),
+    Field("split", "string", None, "train, dev or test"),
+    Field("image_id", "string", None, "the image's id in the input corpus"),
+    Field("image_file", "string", None, "the image's file name (COCO file_name, Flickr name)"),
+    Field("image_url", "string", None, "COCO's coco_url; empty when the corpus has none"),
+    Field("options", "string", NUM_OPTIONS, "5 normalised captions in shuffled order"),
+    Field("label", "int64", None, "position of the target in options (0-4)"),
+    Field("option_caption_ids", "string", NUM_OPTIONS, "caption id of each option"),
+    Field("option_image_ids", "string", NUM_OPTIONS, "image id of each option's caption"),
+    Field("target_caption_id", "string", None, "caption id of the target"),
+    Field("decoy_caption_ids", "string", NUM_DECOYS, "the 4 decoys' caption ids, best Score first"),
+    Field("decoy_image_ids", "string", NUM_DECOYS, "the 4 decoys' image ids, same order"),
+    Field("decoy_sim_pv", "float64", NUM_DECOYS, "simPV(decoy, target), same order"),
+    Field("decoy_sim_surf", "float64", NUM_DECOYS, "simSURF(decoy, target), same order"),
+    Field("decoy_score", "float64", NUM_DECOYS, "Score(decoy, target), same order"),
 )
 
 _ARROW_TYPES = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64()}

@@ -4,6 +4,7 @@
 
     <version>/parquet/<split>/<split>-SSSSS-of-NNNNN.parquet
     <version>/tfrecord/<split>/<split>-SSSSS-of-NNNNN.tfrecord
+    <version>/tfrecord/feature_spec.json
     <version>/mcic/<split>/<split>-SSSSS-of-NNNNN.txt
 
 so a directory-level read (``pandas.read_parquet("<version>/parquet/dev")``,
@@ -18,6 +19,8 @@ PARQUET = "parquet"
 TFRECORD = "tfrecord"
 MCIC = "mcic"
 SUFFIXES = {PARQUET: ".parquet", TFRECORD: ".tfrecord", MCIC: ".txt"}
+# How to parse the TFRecord files (schemas.tf_example.tfrecord_feature_spec), beside them.
+FEATURE_SPEC_FILE = f"{TFRECORD}/feature_spec.json"
 
 
 def shard_file(name: str, shard: int, num_shards: int, suffix: str) -> str:

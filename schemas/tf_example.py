@@ -86,6 +86,33 @@ def to_tf_example(instance: dict) -> bytes:
     return example.SerializeToString(deterministic=True)
 
 
+_TF_DTYPES = {"string": "string", "int64": "int64", "float64": "float32"}
+
+
+def tfrecord_feature_spec() -> dict[str, dict]:
+    """How to parse the TFRecord files, as plain data: no TensorFlow needed to read it.
+
+    Every field is a ``tf.io.FixedLenFeature`` of the given shape and ``tf`` dtype;
+    floats are float32 in TFRecord (Parquet keeps float64). With TensorFlow::
+
+        spec = {name: tf.io.FixedLenFeature(f["shape"], getattr(tf, f["dtype"]))
+                for name, f in tfrecord_feature_spec().items()}
+
+    >>> tfrecord_feature_spec()["options"]
+    {'kind': 'FixedLenFeature', 'shape': [5], 'dtype': 'string'}
+    >>> tfrecord_feature_spec()["label"]
+    {'kind': 'FixedLenFeature', 'shape': [], 'dtype': 'int64'}
+    """
+    return {
+        field.name: {
+            "kind": "FixedLenFeature",
+            "shape": [] if field.length is None else [field.length],
+            "dtype": _TF_DTYPES[field.kind],
+        }
+        for field in FIELDS
+    }
+
+
 def _masked_crc(data: bytes) -> bytes:
     crc = google_crc32c.value(data)
     return struct.pack("<I", (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF)

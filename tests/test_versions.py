@@ -1,4 +1,4 @@
-"""Versioned, atomic, idempotent outputs: OUTPUT/<version>/, _COMPLETE, latest."""
+"""Versioned, atomic, idempotent outputs: OUTPUT/versions/<version>/, _COMPLETE, latest."""
 
 import dataclasses
 import json

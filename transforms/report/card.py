@@ -223,9 +223,9 @@ import datasets
 dataset = datasets.load_dataset(".")          # this folder: train, dev and test from Parquet
 ```
 
-The same instances are in `tfrecord/<split>/` (`tf.train.Example`; the feature spec is
-`schemas.loaders.tfrecord_feature_spec()`) and `mcic/<split>/` (the published MCIC-COCO text
-format). Images are not included: `image_file` and `image_url` name them.
+The same instances are in `tfrecord/<split>/` (`tf.train.Example`; `tfrecord/feature_spec.json`
+gives each feature's `tf.io.FixedLenFeature` shape and dtype) and `mcic/<split>/` (the published
+MCIC-COCO text format). Images are not included: `image_file` and `image_url` name them.
 
 ## Splits
 
