@@ -100,6 +100,8 @@ def test_every_trained_model_is_written(mcic_results):
         assert json.load(handle)["image_features"] == "concept"
     with open(os.path.join(output, "table.txt")) as handle:
         assert "Baseline-LinM" in handle.read()
+    with open(os.path.join(output, "accuracy.png"), "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
 def image_features_by_file_name(dataset: str, path: str, drop: int = 0) -> None:
