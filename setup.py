@@ -28,13 +28,13 @@ setuptools.setup(
     ],
     entry_points={
         # each exits with its main()'s return code; names match their --help (Command.prog).
-        # dmc-preview (pipelines.preview:main) goes here with that module.
         "console_scripts": [
             "dmc-generate = pipelines.generate:main",
             "dmc-train = pipelines.train:main",
             "dmc-regenerate = pipelines.regenerate:main",
             "dmc-optimize = pipelines.optimize:main",
             "dmc-make-corpus = pipelines.make_corpus:main",
+            "dmc-preview = pipelines.preview:main",
         ],
     },
     extras_require={

@@ -50,6 +50,7 @@ class Group:
     TRAINING = "training"
     MODELS = "models"
     REGENERATE = "regenerate"
+    SAMPLE = "sample"
     LOGGING = "logging"
 
 
@@ -629,7 +630,8 @@ def flags_parser(command: Command | None, *options_types: type) -> StrictParser:
             for option in dataclasses.fields(options_type)
             if option.default is REQUIRED
         )
-        parser = command.parser(f"%(prog)s {required} [option ...] [Beam pipeline option ...]")
+        beam = " [Beam pipeline option ...]" if command.beam else ""
+        parser = command.parser(f"%(prog)s {required} [option ...]{beam}")
     for options_type in options_types:
         add_arguments(parser, options_type)
     return parser
@@ -701,6 +703,36 @@ class RegenerateOptions:
 
 
 @dataclass(frozen=True)
+class PreviewOptions:
+    dataset: str = _option(
+        REQUIRED,
+        "generate's --output (its latest version is read) or one completed OUTPUT/<version>",
+        group=Group.IO,
+    )
+    output: str = _option(
+        REQUIRED,
+        "the folder to write: index.html and images/; open index.html in a browser, offline too",
+        group=Group.IO,
+    )
+    images: str = _option(
+        "",
+        "a folder of the images' files, by image_file (e.g. COCO's val2014/): the shown ones are "
+        "copied into OUTPUT/images/; an image not there shows its image_url, else a placeholder",
+        group=Group.IO,
+    )
+    per_split: int = _option(20, "instances shown per split", group=Group.SAMPLE)
+    seed: int = _option(
+        0,
+        "seed of the sample: a seed shows the same instances whatever the order of the files",
+        group=Group.SAMPLE,
+    )
+
+    def validate(self) -> None:
+        if self.per_split < 1:
+            raise InputError(f"--per_split {self.per_split}: must be at least 1")
+
+
+@dataclass(frozen=True)
 class LogOptions:
     """Where log lines go, for every entry point; errors are one line on stderr regardless."""
 
@@ -717,11 +749,12 @@ TABLES = {
     "generate": GenerateOptions,
     "train": TrainOptions,
     "regenerate": RegenerateOptions,
+    "preview": PreviewOptions,
     "log": LogOptions,
 }
 
 if (
     __name__ == "__main__"
-):  # README tables: python -m pipelines.options [train|regenerate|log|strategies]
+):  # README tables: python -m pipelines.options [train|regenerate|preview|log|strategies]
     table = sys.argv[1] if len(sys.argv) > 1 else "generate"
     print(strategy_table() if table == "strategies" else markdown_table(TABLES[table]))

@@ -1,0 +1,133 @@
+"""Writes an HTML preview of a dataset: a seeded sample of instances per split, one static page.
+
+::
+
+    python -m pipelines.preview --dataset out/synthetic --output out/preview \\
+        [--images ../coco/val2017] [--per_split 20] [--seed 0]
+
+Reads a completed version's Parquet shards one at a time through Beam's
+filesystems (a few whole-file reads, no pipeline), so gs:// paths work;
+copies the shown instances' images found in ``--images`` into
+``OUTPUT/images/`` and writes ``OUTPUT/index.html``. The rendering is
+``transforms/report/preview.py``.
+"""
+
+import io
+import os
+import sys
+
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.options import Command, PreviewOptions
+from pipelines.runner import cli
+from pipelines.versions import completed_dataset, read_manifest
+from schemas.layout import PARQUET, shard_pattern
+from transforms.corpus.split import SPLITS
+from transforms.errors import InputError
+from transforms.files import check_location, check_writable, list_files, read_file, write_file
+from transforms.report.preview import (
+    IMAGES_DIRECTORY,
+    Header,
+    SplitPreview,
+    copyable,
+    image_source,
+    render_page,
+    sample,
+)
+
+INDEX_FILE = "index.html"
+
+
+def sampled_split(version: str, split: str, size: int, seed: int) -> tuple[int, list[dict]]:
+    """(the split's instance count, its sample); one shard in memory at a time."""
+    count, kept = 0, []
+    for path in list_files(shard_pattern(version, PARQUET, split)):
+        rows = pq.read_table(io.BytesIO(read_file(path))).to_pylist()
+        count += len(rows)
+        kept = sample([*kept, *rows], size, seed)
+    return count, kept
+
+
+def is_directory(path: str) -> bool:
+    """A local directory, or a prefix holding files in an object store (which has no folders)."""
+    if FileSystems.get_scheme(path) is None:
+        return os.path.isdir(path)
+    return bool(FileSystems.match([FileSystems.join(path, "*")], [1])[0].metadata_list)
+
+
+def copy_images(instances: list[dict], images: str, output: str) -> set[str]:
+    """Copies the instances' image files found in ``images`` to OUTPUT/images/; returns
+    the names copied."""
+    copied = set()
+    for name in sorted({instance["image_file"] for instance in instances}):
+        source = FileSystems.join(images, name)
+        if copyable(name) and FileSystems.exists(source):
+            write_file(FileSystems.join(output, IMAGES_DIRECTORY, name), read_file(source))
+            copied.add(name)
+    return copied
+
+
+def run(options: PreviewOptions) -> str:
+    """Writes the preview; returns the path of its index.html."""
+    options.validate()
+    check_location(options.dataset, "dataset")
+    check_location(options.output, "output")
+    if options.images and not is_directory(options.images):
+        raise InputError(
+            f"--images {options.images}: not a directory; give the folder holding the images' "
+            "files (named as their image_file)"
+        )
+    version = completed_dataset(options.dataset)
+    check_writable(options.output)
+    samples = {
+        split: sampled_split(version, split, options.per_split, options.seed) for split in SPLITS
+    }
+    shown = [instance for _, instances in samples.values() for instance in instances]
+    copied = copy_images(shown, options.images, options.output) if options.images else set()
+    splits = [
+        SplitPreview(
+            split, count, [(instance, image_source(instance, copied)) for instance in rows]
+        )
+        for split, (count, rows) in samples.items()
+    ]
+    header = Header(
+        version=version.rstrip("/").rsplit("/", 1)[-1],
+        dataset=version,
+        decoys=read_manifest(version)["options"]["decoys"],
+        seed=options.seed,
+        per_split=options.per_split,
+    )
+    path = FileSystems.join(options.output, INDEX_FILE)
+    write_file(path, render_page(header, splits).encode("utf-8"))
+    return path
+
+
+COMMAND = Command(
+    prog="dmc-preview",
+    description=(
+        "Writes an HTML preview of a dataset dmc-generate wrote: a seeded sample of instances "
+        "per split, each with its image, its five options with the target marked, and where "
+        "each decoy comes from (its image, caption, simPV, simSURF and Score). The folder "
+        "--output is self-contained: open its index.html in a browser, offline too."
+    ),
+    example="dmc-preview --dataset out/synthetic --output out/preview --images val2017/",
+    readme='section "Looking at a dataset: the HTML preview"',
+    beam=False,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    def preview(options: PreviewOptions, beam_args: list[str]) -> str:
+        if beam_args:
+            raise InputError(
+                f"unknown flag {beam_args[0]}: dmc-preview runs no Beam pipeline, so it takes "
+                "no pipeline options"
+            )
+        return f"preview written to {run(options)}"
+
+    return cli(argv, preview, PreviewOptions, command=COMMAND)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""The HTML preview of a dataset: a seeded sample of instances per split, on one static page.
+
+Pure functions from instance records (``schemas/instance.py``) to HTML;
+``pipelines/preview.py`` reads the shards, copies the images and writes the page.
+The page has no script and loads nothing from the network but the ``image_url``
+of an image that was not copied, so it works offline (such an image then shows
+its file name). Every piece of data is escaped: captions are text, never markup.
+"""
+
+import heapq
+import html
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from transforms.seeds import keyed_int
+
+IMAGES_DIRECTORY = "images"
+LOCAL, URL, MISSING = "local", "url", "missing"
+WEB_SCHEMES = ("http://", "https://")
+
+
+@dataclass(frozen=True)
+class Image:
+    """Where an instance's image comes from: ``kind`` is LOCAL, URL or MISSING (no ``src``)."""
+
+    kind: str
+    src: str = ""
+
+
+@dataclass(frozen=True)
+class Decoy:
+    """A decoy's provenance; ``rank`` 1 is the best Score."""
+
+    rank: int
+    caption_id: str
+    image_id: str
+    sim_pv: float
+    sim_surf: float
+    score: float
+
+
+@dataclass(frozen=True)
+class SplitPreview:
+    name: str
+    instances: int  # in the split, not only those shown
+    shown: list[tuple[dict, Image]]
+
+
+@dataclass(frozen=True)
+class Header:
+    version: str
+    dataset: str  # the directory the instances were read from
+    decoys: str  # the decoy strategy
+    seed: int
+    per_split: int
+
+
+def sample(instances: Iterable[dict], size: int, seed: int) -> list[dict]:
+    """The ``size`` instances with the smallest keys of (seed, example_id), in key order.
+
+    A key depends on the instance alone, so the sample does not depend on the
+    order of files or rows, and the sample of a union is the sample of its
+    parts' samples: shards can be sampled one at a time.
+
+    >>> rows = [{"example_id": f"{i}_0"} for i in range(10)]
+    >>> sample(rows, 3, seed=0) == sample(reversed(rows), 3, seed=0)
+    True
+    """
+    return heapq.nsmallest(
+        size, instances, key=lambda row: (keyed_int(seed, row["example_id"]), row["example_id"])
+    )
+
+
+def copyable(image_file: str) -> bool:
+    """A relative path without ``..``: copying it under ``images/`` cannot write elsewhere.
+
+    >>> [copyable(name) for name in ("a.jpg", "val/a.jpg", "../a.jpg", "/a.jpg", "")]
+    [True, True, False, False, False]
+    """
+    parts = image_file.replace("\\", "/").split("/")
+    return all(part not in ("", ".", "..") for part in parts)
+
+
+def image_source(instance: dict, copied: Collection[str]) -> Image:
+    """The copied file if there is one, else the ``image_url`` (web addresses only), else none.
+
+    >>> image_source({"image_file": "a b.jpg", "image_url": ""}, {"a b.jpg"})
+    Image(kind='local', src='images/a%20b.jpg')
+    >>> image_source({"image_file": "a.jpg", "image_url": "javascript:x"}, set())
+    Image(kind='missing', src='')
+    """
+    if instance["image_file"] in copied:
+        return Image(LOCAL, f"{IMAGES_DIRECTORY}/{quote(instance['image_file'])}")
+    if instance["image_url"].startswith(WEB_SCHEMES):
+        return Image(URL, instance["image_url"])
+    return Image(MISSING)
+
+
+def decoys_by_caption(instance: dict) -> dict[str, Decoy]:
+    """Each decoy's provenance under its caption id, which is how options name it."""
+    columns = zip(
+        instance["decoy_caption_ids"],
+        instance["decoy_image_ids"],
+        instance["decoy_sim_pv"],
+        instance["decoy_sim_surf"],
+        instance["decoy_score"],
+        strict=True,
+    )
+    return {
+        caption_id: Decoy(rank, caption_id, image_id, sim_pv, sim_surf, score)
+        for rank, (caption_id, image_id, sim_pv, sim_surf, score) in enumerate(columns, 1)
+    }
+
+
+def _text(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _number(value: float) -> str:
+    return f"{value:.3f}"
+
+
+IMAGE_ORIGINS = {
+    LOCAL: "a copy of the file in --images",
+    URL: "from its image_url (needs the network)",
+    MISSING: "not in --images, no image_url",
+}
+
+
+def render_image(instance: dict, image: Image) -> str:
+    """The image, or a placeholder, over its id, file name and where the picture comes from."""
+    file_name = _text(instance["image_file"])
+    if image.kind == MISSING:
+        shown = f'<div class="placeholder" data-image-kind="{MISSING}">image not available</div>'
+    else:
+        shown = (
+            f'<img src="{_text(image.src)}" alt="image {file_name}" loading="lazy" '
+            f'data-image-kind="{image.kind}">'
+        )
+    return (
+        f'<figure class="image">{shown}<figcaption>image <code>{_text(instance["image_id"])}'
+        f'</code> · {file_name}<br><span class="origin">{IMAGE_ORIGINS[image.kind]}</span>'
+        "</figcaption></figure>"
+    )
+
+
+def render_option(position: int, instance: dict, decoys: dict[str, Decoy]) -> str:
+    """One row: the target marked; a decoy with its rank, source image, caption and scores."""
+    caption_id = instance["option_caption_ids"][position]
+    cells = [
+        f'<td class="position">{position}</td>',
+        f'<td class="caption">{_text(instance["options"][position])}</td>',
+    ]
+    if position == instance["label"]:
+        role, attributes = "target", ""
+        cells += [
+            '<td class="role"><span class="badge">✓ target</span></td>',
+            f'<td class="image-id">{_text(instance["image_id"])}</td>',
+            f'<td class="caption-id">{_text(caption_id)}</td>',
+            '<td class="scores" colspan="3">the image\'s own caption</td>',
+        ]
+    else:
+        decoy = decoys[caption_id]
+        role, attributes = "decoy", f' data-decoy-rank="{decoy.rank}"'
+        cells += [
+            f'<td class="role">decoy {decoy.rank}</td>',
+            f'<td class="image-id">{_text(decoy.image_id)}</td>',
+            f'<td class="caption-id">{_text(decoy.caption_id)}</td>',
+            f'<td class="sim-pv">{_number(decoy.sim_pv)}</td>',
+            f'<td class="sim-surf">{_number(decoy.sim_surf)}</td>',
+            f'<td class="score">{_number(decoy.score)}</td>',
+        ]
+    return (
+        f'<tr class="option {role}" data-position="{position}" '
+        f'data-caption-id="{_text(caption_id)}"{attributes}>{"".join(cells)}</tr>'
+    )
+
+
+OPTIONS_HEAD = (
+    "<thead><tr><th>#</th><th>option</th><th>role</th><th>image id</th><th>caption id</th>"
+    '<th class="number">simPV</th><th class="number">simSURF</th>'
+    '<th class="number">Score</th></tr></thead>'
+)
+
+
+def render_instance(instance: dict, image: Image) -> str:
+    """The image beside the five options in their order, the target marked."""
+    decoys = decoys_by_caption(instance)
+    rows = "".join(
+        render_option(position, instance, decoys) for position in range(len(instance["options"]))
+    )
+    example_id = _text(instance["example_id"])
+    return (
+        f'<article class="instance" id="{_text(instance["split"])}-{example_id}" '
+        f'data-example-id="{example_id}" data-label="{instance["label"]}">'
+        f"{render_image(instance, image)}"
+        f'<div class="details"><h3>example <code>{example_id}</code>'
+        f'<span class="ids">target caption <code>{_text(instance["target_caption_id"])}</code>'
+        f" · label {instance['label']}</span></h3>"
+        f'<table class="options">{OPTIONS_HEAD}<tbody>{rows}</tbody></table></div></article>'
+    )
+
+
+def render_split(split: SplitPreview) -> str:
+    name = _text(split.name)
+    body = "".join(render_instance(instance, image) for instance, image in split.shown)
+    return (
+        f'<section class="split" id="split-{name}" data-split="{name}">'
+        f"<h2>{name} <small>{len(split.shown):,} of {split.instances:,} instances</small></h2>"
+        f"{body or '<p>No instances in this split.</p>'}</section>"
+    )
+
+
+def render_overview(splits: list[SplitPreview]) -> str:
+    rows = "".join(
+        f'<tr><td><a href="#split-{_text(split.name)}">{_text(split.name)}</a></td>'
+        f'<td class="number">{split.instances:,}</td>'
+        f'<td class="number">{len(split.shown):,}</td></tr>'
+        for split in splits
+    )
+    return (
+        '<table class="overview"><thead><tr><th>split</th><th class="number">instances</th>'
+        f'<th class="number">shown</th></tr></thead><tbody>{rows}</tbody></table>'
+    )
+
+
+STYLE = """
+body { margin: 0; background: #f3f4f6; color: #1f2328;
+  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
+header, main { max-width: 1160px; margin: 0 auto; padding: 0 24px; }
+header { padding-top: 8px; }
+h1 { font-size: 26px; margin: 16px 0 4px; }
+h2 { font-size: 22px; margin: 32px 0 12px; border-bottom: 2px solid #d0d7de; }
+h2 small { font-size: 14px; font-weight: normal; color: #57606a; }
+h3 { font-size: 15px; margin: 0 0 8px; }
+.ids { font-weight: normal; color: #57606a; margin-left: 12px; }
+code, .caption-id, .image-id { font-family: ui-monospace, "DejaVu Sans Mono", monospace;
+  font-size: 0.9em; }
+.meta, .legend { color: #57606a; margin: 4px 0 12px; }
+table { border-collapse: collapse; }
+th { text-align: left; font-weight: 600; color: #57606a; font-size: 13px; white-space: nowrap; }
+th, td { padding: 5px 10px; border-bottom: 1px solid #e5e7eb; vertical-align: baseline; }
+.number, .sim-pv, .sim-surf, .score, .position { text-align: right;
+  font-variant-numeric: tabular-nums; }
+.overview { background: #fff; margin: 8px 0 12px; }
+.instance { display: grid; grid-template-columns: 224px 1fr; gap: 20px; background: #fff;
+  border: 1px solid #d0d7de; border-radius: 8px; padding: 16px; margin: 0 0 16px; }
+.image { margin: 0; }
+.image img, .placeholder { display: block; width: 224px; height: 168px; border-radius: 4px;
+  background: #e5e7eb; object-fit: contain; color: #57606a; font-size: 12px; }
+.placeholder { box-sizing: border-box; border: 2px dashed #afb8c1; color: #57606a;
+  text-align: center; padding-top: 66px; }
+figcaption { font-size: 12px; color: #57606a; margin-top: 4px; overflow-wrap: anywhere; }
+.origin { font-style: italic; }
+.options { width: 100%; font-size: 14px; }
+.caption { width: 100%; }
+.caption-id, .image-id { color: #57606a; white-space: nowrap; }
+.role { white-space: nowrap; color: #57606a; }
+.target td { background: #dafbe1; }
+.target td:first-child { box-shadow: inset 4px 0 #1a7f37; }
+.target .caption { font-weight: 600; }
+.badge { background: #1a7f37; color: #fff; border-radius: 10px; padding: 1px 8px;
+  font-size: 12px; font-weight: 600; }
+.scores { color: #57606a; font-size: 12px; text-align: right; }
+"""
+
+
+def render_page(header: Header, splits: list[SplitPreview]) -> str:
+    """The whole page: what was read, the splits' sizes linking to their sections, then them."""
+    version = _text(header.version)
+    sections = "".join(render_split(split) for split in splits)
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Preview of {version}</title>
+<style>{STYLE}</style>
+</head>
+<body>
+<header>
+<h1>Dataset preview: <code>{version}</code></h1>
+<p class="meta">{_text(header.dataset)} · decoys <code>{_text(header.decoys)}</code> ·
+up to {header.per_split:,} instances per split, sampled with seed {header.seed}</p>
+{render_overview(splits)}
+<p class="legend">Each instance: its image, the five options in their order (# is the
+position; the label is the target's), the target marked, and each decoy's provenance: its
+rank by Score (1 is the best), the image and caption it comes from, and its simPV, simSURF
+and Score to the target.</p>
+</header>
+<main>
+{sections}
+</main>
+</body>
+</html>
+"""
