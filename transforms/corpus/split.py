@@ -7,20 +7,18 @@ corpus, and adding images moves an existing image between dev and test only
 when a new key sorts in front of it.
 """
 
-import hashlib
-
 import apache_beam as beam
 
 from schemas.records import Caption
 from transforms.errors import InputError
+from transforms.seeds import keyed_int
 
 SPLITS = ("train", "dev", "test")
 
 
 def image_key(seed: int, image_id: str) -> int:
-    """A stable 64-bit key: blake2b of "seed:image_id"."""
-    digest = hashlib.blake2b(f"{seed}:{image_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big")
+    """The image's split key: a stable 64-bit number of (seed, image_id)."""
+    return keyed_int(seed, image_id)
 
 
 def held_out_splits(smallest: list[tuple[int, str]], n_dev: int, n_test: int) -> dict[str, str]:
