@@ -380,7 +380,9 @@ class TrainOptions:
         group=Group.IO,
     )
     output: str = _option(
-        REQUIRED, "where metrics.json, table.txt, accuracy.png and models/ are written", group=Group.IO
+        REQUIRED,
+        "where metrics.json, table.txt, accuracy.png and models/ are written",
+        group=Group.IO,
     )
     image_features: str = _option(
         "",
