@@ -708,7 +708,7 @@ class RegenerateOptions:
 class PreviewOptions:
     dataset: str = _option(
         REQUIRED,
-        "generate's --output (its latest version is read) or one completed OUTPUT/<version>",
+        "generate's --output (its latest version is read) or one completed OUTPUT/versions/<version>",
         group=Group.IO,
     )
     output: str = _option(
