@@ -708,7 +708,8 @@ class RegenerateOptions:
 class PreviewOptions:
     dataset: str = _option(
         REQUIRED,
-        "generate's --output (its latest version is read) or one completed OUTPUT/versions/<version>",
+        "generate's --output (its latest version is read) or one completed "
+        "OUTPUT/versions/<version>",
         group=Group.IO,
     )
     output: str = _option(
