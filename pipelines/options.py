@@ -69,6 +69,17 @@ def _option(
     return field(default=default, metadata=metadata)
 
 
+def _dataset_option() -> Any:
+    """``--dataset`` of every reader of a generated dataset (a new field each: dataclasses
+    name the field they are given)."""
+    return _option(
+        REQUIRED,
+        "generate's --output (its latest version is read) or one completed "
+        "OUTPUT/versions/<version>",
+        group=Group.IO,
+    )
+
+
 @dataclass(frozen=True)
 class GenerateOptions:
     input: str = _option(
@@ -373,12 +384,7 @@ class GenerateOptions:
 
 @dataclass(frozen=True)
 class TrainOptions:
-    dataset: str = _option(
-        REQUIRED,
-        "generate's --output (its latest version is read) or one completed "
-        "OUTPUT/versions/<version>",
-        group=Group.IO,
-    )
+    dataset: str = _dataset_option()
     output: str = _option(
         REQUIRED,
         "where metrics.json, table.txt, accuracy.png and models/ are written",
@@ -706,12 +712,7 @@ class RegenerateOptions:
 
 @dataclass(frozen=True)
 class PreviewOptions:
-    dataset: str = _option(
-        REQUIRED,
-        "generate's --output (its latest version is read) or one completed "
-        "OUTPUT/versions/<version>",
-        group=Group.IO,
-    )
+    dataset: str = _dataset_option()
     output: str = _option(
         REQUIRED,
         "the folder to write: index.html and images/; open index.html in a browser, offline too",
