@@ -143,6 +143,12 @@ class GenerateOptions:
         "closed_sets: a caption's set is formed among its K nearest captions of its split",
         group=Group.DECOYS,
     )
+    set_search_depth: int = _option(
+        4,
+        "closed_sets: captions searched per caption, as a multiple of K; its K nearest that "
+        "pass the validity rules both ways round are the ones its sets are formed among",
+        group=Group.DECOYS,
+    )
     set_memberships: int = _option(
         3,
         "closed_sets: the most sets a caption may belong to (1: a partition; more: captions the "
@@ -281,6 +287,7 @@ class GenerateOptions:
             shard_size=self.shard_size,
             batch_size=self.batch_size,
             set_neighbours=self.set_neighbours,
+            set_search_depth=self.set_search_depth,
             set_memberships=self.set_memberships,
             adversarial_rounds=self.adversarial_rounds,
             adversarial_reserve=self.adversarial_reserve,
@@ -339,6 +346,7 @@ class GenerateOptions:
             "shard_size",
             "batch_size",
             "set_memberships",
+            "set_search_depth",
         ):
             if getattr(self, name) < 1:
                 problems.append(f"--{name} must be >= 1")

@@ -179,5 +179,5 @@ def test_a_killed_gcs_run_is_not_published_and_a_rerun_takes_over_its_claim(
     assert bucket.blob("killed/latest.txt").download_as_text().strip() == version
     manifest = verify_version(directory)  # the killed run's files are gone, none is extra
     assert any(entry["path"].endswith(".parquet") for entry in manifest["files"])
-    assert f"killed/{version}/_COMPLETE" in names()
+    assert f"killed/versions/{version}/_COMPLETE" in names()
     assert not any(name.endswith(LOCK_FILE) or ".stale-" in name for name in names())

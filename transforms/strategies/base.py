@@ -32,6 +32,7 @@ class StrategyConfig:
     shard_size: int
     batch_size: int
     set_neighbours: int  # closed sets: K, the neighbours a set is formed from
+    set_search_depth: int  # closed sets: captions searched per caption, as a multiple of K
     set_memberships: int  # closed sets: the most sets one caption may belong to
     adversarial_rounds: int  # > 0: emit Reserved (Selection + reserve) for AdversarialFilter
     adversarial_reserve: int  # further valid candidates kept per target when rounds > 0

@@ -10,8 +10,9 @@ five and is right on exactly one: text-only accuracy is exactly chance, on
 every split, whatever the model. Sets form within a split, so the novelty
 leak of a whole-corpus pool cannot arise.
 
-Stages: the K nearest captions of the same split (``FindNeighbourhoods``),
-which pairs may share a set (parallel, ``AllowedPairs``), then, per split on
+Stages: the ``K * --set_search_depth`` nearest captions of the same split
+(``FindNeighbourhoods``), which pairs may share a set and each caption's K
+nearest such (parallel, ``AllowedPairs``), then, per split on
 one worker, the grouping itself (``grouping.form_sets``: clique packing for
 closeness, then repair and overlay sets for coverage). A caption in no set is
 skipped and counted; with ``--set_memberships 2`` a caption may sit in two
@@ -54,9 +55,36 @@ class Edges(NamedTuple):
     allowed: np.ndarray  # bool (B, K)
 
 
+def first_allowed(
+    candidates: np.ndarray, sim_pv: np.ndarray, allowed: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's ``k`` best allowed candidates, best first: (candidates, sim_pv, allowed),
+    padded with -1 (not allowed) where a row has fewer.
+
+    >>> rows = first_allowed(np.array([[7, 8, 9]]), np.array([[0.9, 0.8, 0.7]]),
+    ...                      np.array([[False, True, True]]), 2)
+    >>> [row.tolist() for row in rows]
+    [[[8, 9]], [[0.8, 0.7]], [[True, True]]]
+    """
+    order = np.argsort(~allowed, axis=1, kind="stable")[:, :k]
+    keep = np.take_along_axis(allowed, order, axis=1)
+    return (
+        np.where(keep, np.take_along_axis(candidates, order, axis=1), -1),
+        np.where(keep, np.take_along_axis(sim_pv, order, axis=1), 0.0),
+        keep,
+    )
+
+
 class _AllowedPairs(beam.DoFn):
-    def __init__(self, corpus: SharedCorpus, rules: ValidityRules):
-        self._corpus, self._rules = corpus, rules
+    """Searched candidates -> each target's K nearest allowed ones, grouped by split.
+
+    The nearest captions of a large split are often paraphrases of the target that
+    the validity rules turn away (simSURF >= L); searching deeper than K keeps K
+    usable neighbours for them, so the sets' coverage does not fall with corpus size.
+    """
+
+    def __init__(self, corpus: SharedCorpus, rules: ValidityRules, k: int):
+        self._corpus, self._rules, self._k = corpus, rules, k
         self._scratch = self._rejections = None
 
     def setup(self):
@@ -71,11 +99,12 @@ class _AllowedPairs(beam.DoFn):
                 corpus, batch.targets, batch.candidates, batch.sim_pv, self._rules, self._scratch
             )
         self._rejections.add(rejected)
+        candidates, sim_pv, allowed = first_allowed(
+            batch.candidates, batch.sim_pv, allowed, self._k
+        )
         for code in np.unique(corpus.split_of[batch.targets]):
             mine = corpus.split_of[batch.targets] == code
-            edges = Edges(
-                batch.targets[mine], batch.candidates[mine], batch.sim_pv[mine], allowed[mine]
-            )
+            edges = Edges(batch.targets[mine], candidates[mine], sim_pv[mine], allowed[mine])
             yield (SPLITS[code], batch.directory), edges
 
 
@@ -171,8 +200,11 @@ class ClosedSets(DecoyStrategy):
         return (
             corpus_ref
             | "FindNeighbourhoods"
-            >> self.find_neighbourhoods(top_neighbours(config.set_neighbours))
-            | "AllowedPairs" >> beam.ParDo(_AllowedPairs(self.corpus, config.rules))
+            >> self.find_neighbourhoods(
+                top_neighbours(config.set_neighbours * config.set_search_depth)
+            )
+            | "AllowedPairs"
+            >> beam.ParDo(_AllowedPairs(self.corpus, config.rules, config.set_neighbours))
             | "BySplit" >> beam.GroupByKey()
             | "FormSets"
             >> beam.ParDo(
