@@ -56,8 +56,8 @@ def _quoted(value: object) -> str:
 def front_matter(data_directory: str, splits: dict[str, dict], license: str) -> str:
     """YAML naming ``<data_directory>/parquet/<split>/*.parquet`` as each split's files.
 
-    >>> print(front_matter("v1", {"dev": {"instances": 3}}, "cc-by-4.0").splitlines()[7])
-      - split: "dev"
+    >>> print(front_matter("v1", {"dev": {"instances": 3}}, "cc-by-4.0").splitlines()[10])
+        path: "v1/parquet/dev/dev-*.parquet"
     """
     prefix = f"{data_directory}/" if data_directory else ""
     lines = [
@@ -175,9 +175,9 @@ of the package version):
 
 {inputs}
 
-Code: git commit `{code["git_commit"]}`, Python {code["python"]}; {versions}. The version's
-`manifest.json` also lists every file with its size, sha256 and record count, and readers
-refuse a version whose files differ from it.
+Code: Python {code["python"]}; {versions}. The version's `manifest.json` also records the
+git commit and lists every file with its size, sha256 and record count; readers refuse a
+version whose files differ from it.
 
 The options that decide the content:
 
