@@ -659,13 +659,18 @@ def parse_flags(
     """Our flags -> one instance per type; the rest must be Beam pipeline options.
 
     A flag that is neither ours nor Beam's is refused (Beam alone would only log a warning
-    and run with the default).
+    and run with the default), and so is a Beam flag for a ``command`` that runs no pipeline.
     """
     parser = flags_parser(command, *options_types)
     known, beam_args = parser.parse_known_args(argv)
     beam = beam_parser()
     _, unknown = beam.parse_known_args(beam_args)
     refuse_unknown(unknown, [*parser._option_string_actions, *beam._option_string_actions])
+    if beam_args and command is not None and not command.beam:
+        raise InputError(
+            f"unknown flag {beam_args[0]}: {command.prog} runs no Beam pipeline, so it takes "
+            "no pipeline options"
+        )
     values = vars(known)
     parsed = [
         options_type(**{f.name: values[f.name] for f in dataclasses.fields(options_type)})

@@ -118,15 +118,12 @@ COMMAND = Command(
 
 
 def main(argv: list[str] | None = None) -> int:
-    def preview(options: PreviewOptions, beam_args: list[str]) -> str:
-        if beam_args:
-            raise InputError(
-                f"unknown flag {beam_args[0]}: dmc-preview runs no Beam pipeline, so it takes "
-                "no pipeline options"
-            )
-        return f"preview written to {run(options)}"
-
-    return cli(argv, preview, PreviewOptions, command=COMMAND)
+    return cli(
+        argv,
+        lambda options, _: f"preview written to {run(options)}",
+        PreviewOptions,
+        command=COMMAND,
+    )
 
 
 if __name__ == "__main__":
