@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import LOCK_FILE
+from schemas.layout import SHARD_NAME
 from transforms.dataset.write import records_counter
 from transforms.errors import InputError
 from transforms.files import list_files, read_file, write_file
@@ -50,9 +51,6 @@ MANIFEST_FILE = "manifest.json"
 EVALUATION_DIRECTORY = "evaluation"
 # Files of a version directory that are not part of the dataset the manifest lists.
 NOT_LISTED = (COMPLETE_FILE, MANIFEST_FILE, LOCK_FILE)
-SHARD_NAME = re.compile(
-    r"(?P<dir>.+)/(?P<prefix>[a-z]+)-(?P<shard>\d{5})-of-(?P<of>\d{5})(?P<suffix>\.\w+)"
-)
 # Options that say where and how fast, not what: they do not change a record.
 # --pv_model enters through its checksum, among the inputs', not its path.
 NO_CONTENT_OPTIONS = (
@@ -128,9 +126,9 @@ def count_problems(files: list[dict], counters: dict[str, int]) -> list[str]:
     ``<name>-*`` must hold the records the pipeline counted into them
     (``write/records_<name>``).
     """
-    records: dict[tuple[str, str], int] = defaultdict(int)
-    shards: dict[tuple[str, str], set[int]] = defaultdict(set)
-    expected: dict[tuple[str, str], int] = {}
+    records: dict[tuple[str, str, str], int] = defaultdict(int)
+    shards: dict[tuple[str, str, str], set[int]] = defaultdict(set)
+    expected: dict[tuple[str, str, str], int] = {}
     for entry in files:
         match = SHARD_NAME.fullmatch(entry["path"])
         if match is None:

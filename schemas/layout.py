@@ -13,6 +13,8 @@ split from the directory and file names) sees one format only. Every reader
 and writer of instance shards takes its paths from here.
 """
 
+import re
+
 from apache_beam.io.filesystems import FileSystems
 
 PARQUET = "parquet"
@@ -27,8 +29,16 @@ def shard_file(name: str, shard: int, num_shards: int, suffix: str) -> str:
     """
     >>> shard_file("dev", 0, 2, ".parquet")
     'dev-00000-of-00002.parquet'
+    >>> SHARD_NAME.fullmatch("parquet/dev/" + shard_file("dev", 1, 2, ".parquet"))["shard"]
+    '00001'
     """
     return f"{name}-{shard:05d}-of-{num_shards:05d}{suffix}"
+
+
+# A shard's path (relative to the version) as shard_file names it, in its parts.
+SHARD_NAME = re.compile(
+    r"(?P<dir>.+)/(?P<prefix>[a-z]+)-(?P<shard>\d{5})-of-(?P<of>\d{5})(?P<suffix>\.\w+)"
+)
 
 
 def split_directory(version: str, form: str, split: str) -> str:
