@@ -12,11 +12,9 @@ copies the shown instances' images found in ``--images`` into
 ``transforms/report/preview.py``.
 """
 
-import io
 import os
 import sys
 
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.options import Command, PreviewOptions
@@ -25,7 +23,13 @@ from pipelines.versions import completed_dataset, read_manifest
 from schemas.layout import PARQUET, shard_pattern
 from transforms.corpus.split import SPLITS
 from transforms.errors import InputError
-from transforms.files import check_location, check_writable, list_files, read_file, write_file
+from transforms.files import (
+    check_location,
+    check_writable,
+    read_file,
+    read_parquet_files,
+    write_file,
+)
 from transforms.report.preview import (
     IMAGES_DIRECTORY,
     Header,
@@ -42,8 +46,8 @@ INDEX_FILE = "index.html"
 def sampled_split(version: str, split: str, size: int, seed: int) -> tuple[int, list[dict]]:
     """(the split's instance count, its sample); one shard in memory at a time."""
     count, kept = 0, []
-    for path in list_files(shard_pattern(version, PARQUET, split)):
-        rows = pq.read_table(io.BytesIO(read_file(path))).to_pylist()
+    for table in read_parquet_files(shard_pattern(version, PARQUET, split)):
+        rows = table.to_pylist()
         count += len(rows)
         kept = sample([*kept, *rows], size, seed)
     return count, kept

@@ -1,10 +1,14 @@
 """Whole-file reads and writes through Beam's filesystems (local paths, gs://, ...)."""
 
+import io
 import json
 import os
 import re
 import uuid
+from collections.abc import Iterator
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -32,6 +36,12 @@ def write_file(path: str, data: bytes) -> None:
 def list_files(pattern: str) -> list[str]:
     """The files matching a glob, sorted; none is not an error here."""
     return sorted(metadata.path for metadata in FileSystems.match([pattern])[0].metadata_list)
+
+
+def read_parquet_files(pattern: str, columns: list[str] | None = None) -> Iterator[pa.Table]:
+    """Every Parquet file matching ``pattern``, in name order, one table at a time."""
+    for path in list_files(pattern):
+        yield pq.read_table(io.BytesIO(read_file(path)), columns=columns)
 
 
 def check_location(path: str, flag: str) -> None:

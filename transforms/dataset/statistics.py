@@ -11,14 +11,12 @@ partial counts for a 600k-caption run on the multi-process FnApiRunner (see
 the issue notes); reading back ~four columns costs seconds.
 """
 
-import io
 import json
 from collections import Counter
 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.layout import PARQUET, shard_pattern
@@ -26,7 +24,7 @@ from schemas.records import Skip
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
 from transforms.dataset.write import Format, WriteShards, shard_count, text_bytes
-from transforms.files import list_files, read_file
+from transforms.files import list_files, read_file, read_parquet_files
 from transforms.strategies.validity import RULES
 
 DECOY_MEASURES = {"sim_pv": "decoy_sim_pv", "sim_surf": "decoy_sim_surf", "score": "decoy_score"}
@@ -68,8 +66,7 @@ def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip]]:
     columns = ["image_id", *DECOY_MEASURES.values()]
     instances = {}
     for split in SPLITS:
-        paths = list_files(shard_pattern(output, PARQUET, split))
-        tables = [pq.read_table(io.BytesIO(read_file(path)), columns=columns) for path in paths]
+        tables = list(read_parquet_files(shard_pattern(output, PARQUET, split), columns))
         instances[split] = pa.concat_tables(tables) if tables else None
     skips = [
         Skip(**json.loads(line))

@@ -12,18 +12,16 @@ statistics do): a sample of train and the dev and test splits, at COCO 2014
 scale about 20k + 20k instances and a minute of fitting.
 """
 
-import io
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from schemas.examples import Batch
 from schemas.layout import PARQUET, shard_pattern
 from transforms.corpus.split import SPLITS
-from transforms.files import list_files, read_file
+from transforms.files import read_parquet_files
 from transforms.seeds import keyed_rng
 from transforms.trainer.features import (
     INSTANCE_COLUMNS,
@@ -46,10 +44,8 @@ class AuditConfig:
 
 
 def read_split(directory: str, split: str) -> list[dict]:
-    paths = list_files(shard_pattern(directory, PARQUET, split))
-    tables = [
-        pq.read_table(io.BytesIO(read_file(path)), columns=list(INSTANCE_COLUMNS)) for path in paths
-    ]
+    pattern = shard_pattern(directory, PARQUET, split)
+    tables = list(read_parquet_files(pattern, list(INSTANCE_COLUMNS)))
     return pa.concat_tables(tables).to_pylist() if tables else []
 
 
