@@ -102,7 +102,10 @@ def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: li
         )
     instances = selections | "BuildInstances" >> BuildInstances(seed=options.seed)
     _ = instances | "WriteInstances" >> WriteInstances(
-        output=options.output, num_shards=options.output_shards, corpus=corpus
+        output=options.output,
+        num_shards=options.output_shards,
+        num_options=strategy.num_options,
+        corpus=corpus,
     )
     skips = (prepared[SKIPPED], decoys[SKIPPED]) | "Skips" >> beam.Flatten()
     _ = skips | "WriteSkips" >> WriteSkips(output=options.output, corpus=corpus)
@@ -207,7 +210,10 @@ def generate(
         options, version.name, checksums, beam_args, statistics, metrics, search
     )
     write_card(options.output, manifest, statistics)
-    write_json(FileSystems.join(options.output, FEATURE_SPEC_FILE), tfrecord_feature_spec())
+    write_json(
+        FileSystems.join(options.output, FEATURE_SPEC_FILE),
+        tfrecord_feature_spec(STRATEGIES[options.decoys].num_options),
+    )
     manifest["files"] = checked_inventory(options.output, metrics)
     write_json(FileSystems.join(options.output, MANIFEST_FILE), manifest)
     version = publish(root, version, {"instances": statistics["total"]["instances"]})

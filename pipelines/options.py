@@ -379,10 +379,11 @@ class GenerateOptions:
                 f"--decoys {self.decoys} takes --decoy_pool {' or '.join(pools)}, "
                 f"not {self.decoy_pool}"
             )
-        if self.adversarial_rounds and STRATEGIES[self.decoys].guarantee:
+        if self.adversarial_rounds and not STRATEGIES[self.decoys].filterable:
+            filterable = " or ".join(name for name, s in STRATEGIES.items() if s.filterable)
             problems.append(
-                f"--adversarial_rounds is for strategies without a text-only guarantee; "
-                f"--decoys {self.decoys} has one by construction"
+                f"--adversarial_rounds filters the decoys of --decoys {filterable}, "
+                f"not {self.decoys}"
             )
         if self.label and not LABEL.fullmatch(self.label):
             problems.append("--label takes letters, digits, '_' and '-', starting alphanumeric")

@@ -1,8 +1,15 @@
 """The instance record: the one definition every writer and test uses.
 
-An instance is one image, five options (the target caption and four decoys,
-shuffled) and the label (the target's position). Decoy provenance is kept in
-best-Score-first order in the ``decoy_*`` fields.
+An instance is one image, k options (the target and k - 1 decoys, shuffled)
+and the label (the target's position). k is a property of the decoy strategy
+(5 for MC-IC, 4 for Visual Madlibs, 2 for forced choice) and the same for every
+instance of a version. Decoy provenance is kept in the strategy's preference
+order in the ``decoy_*`` fields.
+
+An option is a corpus caption, or text built from one (forced choice edits a
+caption, or keeps only a chunk of it): its ``option_caption_ids`` entry names
+the caption the text comes from and its ``option_edits`` entry says what was
+done ("" for the caption as it is), so every option is traceable to the corpus.
 
 Example (Parquet row / TFRecord features / text line carry the same values)::
 
@@ -15,22 +22,24 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-NUM_OPTIONS = 5
-
-
-NUM_DECOYS = NUM_OPTIONS - 1
+MCIC_OPTIONS = 5  # the MCIC text format has exactly five answers
+OPTION, DECOY = "option", "decoy"  # what a list field has one value per
 
 
 @dataclass(frozen=True)
 class Field:
     name: str
     kind: str  # "string", "int64" or "float64"
-    length: int | None  # values per instance of a list field; None: a scalar
+    per: str | None  # OPTION or DECOY: one value per option (k) or decoy (k - 1); None: a scalar
     doc: str
 
     @property
     def repeated(self) -> bool:
-        return self.length is not None
+        return self.per is not None
+
+    def length(self, num_options: int) -> int | None:
+        """Values per instance in a version whose instances have ``num_options`` options."""
+        return {None: None, OPTION: num_options, DECOY: num_options - 1}[self.per]
 
 
 FIELDS: tuple[Field, ...] = (
@@ -44,16 +53,18 @@ FIELDS: tuple[Field, ...] = (
     Field("image_id", "string", None, "the image's id in the input corpus"),
     Field("image_file", "string", None, "the image's file name (COCO file_name, Flickr name)"),
     Field("image_url", "string", None, "COCO's coco_url; empty when the corpus has none"),
-    Field("options", "string", NUM_OPTIONS, "5 normalised captions in shuffled order"),
-    Field("label", "int64", None, "position of the target in options (0-4)"),
-    Field("option_caption_ids", "string", NUM_OPTIONS, "caption id of each option"),
-    Field("option_image_ids", "string", NUM_OPTIONS, "image id of each option's caption"),
+    Field("options", "string", OPTION, "k normalised option texts in shuffled order"),
+    Field("label", "int64", None, "position of the target in options (0 to k - 1)"),
+    Field("option_caption_ids", "string", OPTION, "caption id each option's text comes from"),
+    Field("option_image_ids", "string", OPTION, "image id of that caption"),
+    Field("option_edits", "string", OPTION, "how the text was built from it; '' if unedited"),
     Field("target_caption_id", "string", None, "caption id of the target"),
-    Field("decoy_caption_ids", "string", NUM_DECOYS, "the 4 decoys' caption ids, best Score first"),
-    Field("decoy_image_ids", "string", NUM_DECOYS, "the 4 decoys' image ids, same order"),
-    Field("decoy_sim_pv", "float64", NUM_DECOYS, "simPV(decoy, target), same order"),
-    Field("decoy_sim_surf", "float64", NUM_DECOYS, "simSURF(decoy, target), same order"),
-    Field("decoy_score", "float64", NUM_DECOYS, "Score(decoy, target), same order"),
+    Field("decoy_caption_ids", "string", DECOY, "each decoy's source caption id, preferred first"),
+    Field("decoy_image_ids", "string", DECOY, "the decoys' image ids, same order"),
+    Field("decoy_edits", "string", DECOY, "how each decoy was built from its caption; '' if not"),
+    Field("decoy_sim_pv", "float64", DECOY, "simPV(decoy, target), same order; NaN if edited"),
+    Field("decoy_sim_surf", "float64", DECOY, "simSURF(decoy, target), same order; NaN if edited"),
+    Field("decoy_score", "float64", DECOY, "Score(decoy, target), same order; NaN if edited"),
 )
 
 _ARROW_TYPES = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64()}
@@ -71,7 +82,7 @@ ARROW_SCHEMA = pa.schema(
 
 
 def mcic_line(instance: dict) -> str:
-    """The published MCIC-COCO text format (github.com/google/mcic-coco).
+    """The published MCIC-COCO text format (github.com/google/mcic-coco): five options only.
 
     ``answer_0..answer_4, image, example_id, reference``, tab-separated
     ``key=value`` pairs; ``reference`` is the label.
@@ -89,7 +100,7 @@ def parse_mcic_line(line: str) -> dict:
     """Inverse of :func:`mcic_line`, for readers of the text files."""
     values = dict(field.split("=", 1) for field in line.rstrip("\n").split("\t"))
     return {
-        "options": [values[f"answer_{i}"] for i in range(NUM_OPTIONS)],
+        "options": [values[f"answer_{i}"] for i in range(MCIC_OPTIONS)],
         "image_file": values["image"],
         "example_id": values["example_id"],
         "label": int(values["reference"]),

@@ -49,7 +49,11 @@ def caption_order(caption_id: str) -> tuple[int, int, str]:
 
 
 class Decoy(NamedTuple):
-    """A chosen decoy with its provenance (SPEC "Decoy selection")."""
+    """A chosen decoy with its provenance (SPEC "Decoy selection").
+
+    ``caption_id`` names the corpus caption the text comes from; ``edit`` says how the
+    text was built from it ("" when it is that caption as it is).
+    """
 
     caption_id: str
     image_id: str
@@ -57,13 +61,20 @@ class Decoy(NamedTuple):
     sim_pv: float
     sim_surf: float
     score: float
+    edit: str = ""
 
 
 class Selection(NamedTuple):
-    """A target caption and its four decoys, best Score first."""
+    """A target caption and its decoys (the strategy's k - 1), in its preference order.
+
+    ``target_text``/``target_edit``: the target option when it is not the caption
+    itself (forced choice's "just scene (+)" asks for the caption's scene chunk).
+    """
 
     target: Caption
     decoys: tuple[Decoy, ...]
+    target_text: str = ""
+    target_edit: str = ""
 
 
 class Reserved(NamedTuple):

@@ -89,24 +89,27 @@ def to_tf_example(instance: dict) -> bytes:
 _TF_DTYPES = {"string": "string", "int64": "int64", "float64": "float32"}
 
 
-def tfrecord_feature_spec() -> dict[str, dict]:
-    """How to parse the TFRecord files, as plain data: no TensorFlow needed to read it.
+def tfrecord_feature_spec(num_options: int) -> dict[str, dict]:
+    """How to parse the TFRecord files of a version whose instances have ``num_options``
+    options, as plain data: no TensorFlow needed to read it.
 
     Every field is a ``tf.io.FixedLenFeature`` of the given shape and ``tf`` dtype;
     floats are float32 in TFRecord (Parquet keeps float64). With TensorFlow::
 
         spec = {name: tf.io.FixedLenFeature(f["shape"], getattr(tf, f["dtype"]))
-                for name, f in tfrecord_feature_spec().items()}
+                for name, f in tfrecord_feature_spec(5).items()}
 
-    >>> tfrecord_feature_spec()["options"]
+    >>> tfrecord_feature_spec(5)["options"]
     {'kind': 'FixedLenFeature', 'shape': [5], 'dtype': 'string'}
-    >>> tfrecord_feature_spec()["label"]
+    >>> tfrecord_feature_spec(2)["decoy_edits"]
+    {'kind': 'FixedLenFeature', 'shape': [1], 'dtype': 'string'}
+    >>> tfrecord_feature_spec(5)["label"]
     {'kind': 'FixedLenFeature', 'shape': [], 'dtype': 'int64'}
     """
     return {
         field.name: {
             "kind": "FixedLenFeature",
-            "shape": [] if field.length is None else [field.length],
+            "shape": [] if field.per is None else [field.length(num_options)],
             "dtype": _TF_DTYPES[field.kind],
         }
         for field in FIELDS

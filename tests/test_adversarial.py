@@ -172,8 +172,8 @@ def reserve_is_valid(reserved: Reserved) -> bool:
     return len(set(texts)) == len(texts) and reserved.selection.target.image_id not in images
 
 
-def test_options_refuse_adversarial_rounds_for_a_guarantee_and_negative_values():
-    with pytest.raises(InputError, match="closed_sets has one by construction"):
+def test_options_refuse_adversarial_rounds_for_unfilterable_strategies_and_negative_values():
+    with pytest.raises(InputError, match="decoys of --decoys mcic or random, not closed_sets"):
         GenerateOptions(
             input="x", output="y", decoys="closed_sets", adversarial_rounds=1
         ).validate()

@@ -1,29 +1,47 @@
 from collections import Counter
 
+import pytest
+
 from schemas.instance import mcic_line, parse_mcic_line
 from schemas.records import Caption, Decoy, Selection
 from transforms.dataset.instances import build_instance, option_permutation
 
+TARGET = Caption("70", "7", "7_0", "a dog on a bed", "7.jpg", "u", "dev")
+
 
 def _selection(example_id="7_0"):
-    target = Caption("70", "7", example_id, "a dog on a bed", "7.jpg", "u", "dev")
     decoys = tuple(
         Decoy(str(100 + i), str(20 + i), f"decoy {i}", 0.9 - i / 10, 0.1, 0.5 - i / 10)
         for i in range(4)
     )
-    return Selection(target, decoys)
+    return Selection(TARGET._replace(example_id=example_id), decoys)
 
 
 def test_permutation_depends_only_on_seed_and_example_id():
-    assert option_permutation(0, "7_0").tolist() == option_permutation(0, "7_0").tolist()
-    assert sorted(option_permutation(0, "7_0").tolist()) == [0, 1, 2, 3, 4]
-    different = {tuple(option_permutation(s, "7_0")) for s in range(20)}
+    assert option_permutation(0, "7_0", 5).tolist() == option_permutation(0, "7_0", 5).tolist()
+    assert sorted(option_permutation(0, "7_0", 5).tolist()) == [0, 1, 2, 3, 4]
+    different = {tuple(option_permutation(s, "7_0", 5)) for s in range(20)}
     assert len(different) > 5
 
 
-def test_target_position_is_uniform():
-    positions = Counter(int(option_permutation(0, f"{i}_0")[0]) for i in range(5000))
-    assert all(900 < positions[p] < 1100 for p in range(5))
+@pytest.mark.parametrize("num_options", [2, 4, 5])
+def test_target_position_is_uniform(num_options):
+    positions = Counter(int(option_permutation(0, f"{i}_0", num_options)[0]) for i in range(5000))
+    expected = 5000 / num_options
+    assert all(0.9 * expected < positions[p] < 1.1 * expected for p in range(num_options))
+
+
+def test_an_edited_target_and_decoy_keep_their_source_caption_and_edit():
+    edit = "replace_person: 'a dog' -> 'a cat'"
+    decoy = Decoy("70", "7", "a cat on a bed", float("nan"), float("nan"), float("nan"), edit)
+    selection = Selection(TARGET, (decoy,), target_text="a bed", target_edit="just_scene_plus")
+    instance = build_instance(selection, seed=3)
+    assert sorted(instance["options"]) == ["a bed", "a cat on a bed"]
+    assert instance["options"][instance["label"]] == "a bed"
+    assert instance["option_edits"][instance["label"]] == "just_scene_plus"
+    assert instance["option_edits"][1 - instance["label"]] == edit
+    assert instance["option_caption_ids"] == ["70", "70"]
+    assert (instance["decoy_caption_ids"], instance["decoy_edits"]) == (["70"], [edit])
 
 
 def test_instance_places_target_at_label_and_keeps_decoy_provenance():
@@ -43,6 +61,7 @@ def test_instance_places_target_at_label_and_keeps_decoy_provenance():
             i = int(caption_id) - 100
             assert (text, image_id) == (f"decoy {i}", str(20 + i))
     assert instance["decoy_caption_ids"] == ["100", "101", "102", "103"]
+    assert instance["option_edits"] == instance["decoy_edits"] + [""] == [""] * 5
     assert instance["decoy_score"] == [0.5, 0.4, 0.3, 0.2]
 
 

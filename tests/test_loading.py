@@ -114,7 +114,7 @@ def test_the_tf_data_snippet_parses_and_its_spec_matches_every_record(two_versio
     _, _, latest = two_versions
     ast.parse(loading_snippets()["json"])
     spec = json.loads(pathlib.Path(latest, FEATURE_SPEC_FILE).read_text())
-    assert spec == tfrecord_feature_spec()
+    assert spec == tfrecord_feature_spec(5)
     kinds = {"string": bytes, "int64": int, "float32": float}
     for split in SPLITS:
         for path in glob.glob(shard_pattern(latest, TFRECORD, split)):

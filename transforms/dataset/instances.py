@@ -1,25 +1,31 @@
-"""Instances: target + 4 decoys, shuffled by a permutation seeded per example."""
+"""Instances: target + decoys, shuffled by a permutation seeded per example."""
 
 import apache_beam as beam
 import numpy as np
 
-from schemas.instance import NUM_OPTIONS
 from schemas.records import Selection
 from transforms.seeds import keyed_rng
 
 
-def option_permutation(seed: int, example_id: str) -> np.ndarray:
-    """Where each of (target, decoy 1..4) goes; depends only on (seed, example_id)."""
-    return keyed_rng(seed, example_id).permutation(NUM_OPTIONS)
+def option_permutation(seed: int, example_id: str, num_options: int) -> np.ndarray:
+    """Where each of (target, decoy 1..k-1) goes; depends only on (seed, example_id, k)."""
+    return keyed_rng(seed, example_id).permutation(num_options)
 
 
 def build_instance(selection: Selection, seed: int) -> dict:
     """Selection -> an instance row (schemas.instance.FIELDS)."""
-    target, decoys = selection
-    ordered = [(target.text, target.caption_id, target.image_id)]
-    ordered += [(decoy.text, decoy.caption_id, decoy.image_id) for decoy in decoys]
-    positions = option_permutation(seed, target.example_id)
-    options = [None] * NUM_OPTIONS
+    target, decoys = selection.target, selection.decoys
+    ordered = [
+        (
+            selection.target_text or target.text,
+            target.caption_id,
+            target.image_id,
+            selection.target_edit,
+        )
+    ]
+    ordered += [(decoy.text, decoy.caption_id, decoy.image_id, decoy.edit) for decoy in decoys]
+    positions = option_permutation(seed, target.example_id, len(ordered))
+    options = [None] * len(ordered)
     for source, position in enumerate(positions):
         options[position] = ordered[source]
     return {
@@ -28,13 +34,15 @@ def build_instance(selection: Selection, seed: int) -> dict:
         "image_id": target.image_id,
         "image_file": target.file_name,
         "image_url": target.url,
-        "options": [text for text, _, _ in options],
+        "options": [text for text, _, _, _ in options],
         "label": int(positions[0]),
-        "option_caption_ids": [caption_id for _, caption_id, _ in options],
-        "option_image_ids": [image_id for _, _, image_id in options],
+        "option_caption_ids": [caption_id for _, caption_id, _, _ in options],
+        "option_image_ids": [image_id for _, _, image_id, _ in options],
+        "option_edits": [edit for _, _, _, edit in options],
         "target_caption_id": target.caption_id,
         "decoy_caption_ids": [decoy.caption_id for decoy in decoys],
         "decoy_image_ids": [decoy.image_id for decoy in decoys],
+        "decoy_edits": [decoy.edit for decoy in decoys],
         "decoy_sim_pv": [decoy.sim_pv for decoy in decoys],
         "decoy_sim_surf": [decoy.sim_surf for decoy in decoys],
         "decoy_score": [decoy.score for decoy in decoys],

@@ -1,5 +1,7 @@
 """Writing instances (Parquet, TFRecord, MCIC text, per split) so that reruns are byte-identical.
 
+The MCIC text files are written for five-option instances only (their format has five answers).
+
 Layout under the output directory (``schemas/layout.py``), for each split in
 train/dev/test::
 
@@ -29,7 +31,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from schemas.instance import ARROW_SCHEMA, mcic_line
+from schemas.instance import ARROW_SCHEMA, MCIC_OPTIONS, mcic_line
 from schemas.layout import MCIC, PARQUET, SUFFIXES, TFRECORD, shard_file
 from schemas.tf_example import tfrecord_frame, to_tf_example
 from transforms.corpus.split import SPLITS
@@ -85,10 +87,13 @@ def mcic_bytes(instances: list[dict]) -> bytes:
 ENCODERS = {PARQUET: parquet_bytes, TFRECORD: tfrecord_bytes, MCIC: mcic_bytes}
 
 
-def instance_formats(split: str) -> tuple[Format, ...]:
-    """Every format of one split's instances, each in its own directory."""
+def instance_formats(split: str, num_options: int) -> tuple[Format, ...]:
+    """Every format of one split's instances, each in its own directory; the MCIC text
+    format only holds five options, so it is written only for five-option instances."""
     return tuple(
-        Format(f"{form}/{split}", SUFFIXES[form], encode) for form, encode in ENCODERS.items()
+        Format(f"{form}/{split}", SUFFIXES[form], encode)
+        for form, encode in ENCODERS.items()
+        if form != MCIC or num_options == MCIC_OPTIONS
     )
 
 
@@ -167,9 +172,10 @@ def split_shards(split: str, requested: int) -> Callable[[CorpusRef], int]:
 class WriteInstances(beam.PTransform):
     """Instances -> per-split files; returns the written file names."""
 
-    def __init__(self, *, output: str, num_shards: int, corpus: beam.PCollection):
+    def __init__(self, *, output: str, num_shards: int, num_options: int, corpus: beam.PCollection):
         super().__init__()
         self._output, self._num_shards, self._corpus = output, num_shards, corpus
+        self._num_options = num_options
 
     def expand(self, instances):
         by_split = instances | "BySplit" >> beam.Partition(
@@ -181,7 +187,7 @@ class WriteInstances(beam.PTransform):
             >> WriteShards(
                 output=self._output,
                 name=split,
-                formats=instance_formats(split),
+                formats=instance_formats(split, self._num_options),
                 key=operator.itemgetter("example_id"),
                 num_shards=split_shards(split, self._num_shards),
                 corpus=self._corpus,

@@ -32,11 +32,11 @@ from transforms.corpus.store import Corpus, CorpusRef
 from transforms.corpus.surface import NgramTable, sim_surf_batch
 from transforms.files import write_json
 from transforms.progress import timed
-from transforms.strategies.choose import DECOYS_PER_INSTANCE, decoy
+from transforms.strategies.choose import decoy
 
 REPORT_FILE = "adversarial.json"
 REPORT = "report"  # output tag of the per-split reports
-OPTIONS = DECOYS_PER_INSTANCE + 1  # column 0 of an instance's items is the target
+OPTIONS = 5  # filterable strategies (DecoyStrategy.filterable) have five; column 0: the target
 FEATURES = ("hub_pv", "hub_bleu", "length", "centroid_pv")
 RULES = {"Hub by PV cosine": 0, "Hub by BLEU": 1, "Longest option": 2}  # as the audit names them
 MODEL = "cross-fitted linear model"

@@ -46,12 +46,18 @@ class StrategyConfig:
 class DecoyStrategy(beam.PTransform):
     """CorpusRef -> {"selections": Selection, "skipped": Skip}."""
 
+    @classmethod
+    def decoys_per_instance(cls) -> int:
+        return cls.num_options - 1
+
     name: ClassVar[str]
+    num_options: ClassVar[int] = 5  # options per instance: the target and num_options - 1 decoys
     summary: ClassVar[str]  # --decoys help and the README's strategy table
     pools: ClassVar[tuple[str, ...]]  # the --decoy_pool values it accepts; the first is its default
     guarantee: ClassVar[str] = ""  # why no text-only model beats chance, if that holds by design
     limitations: ClassVar[str]  # what a user of its datasets must know (the dataset card)
     references: ClassVar[tuple[str, ...]] = ()  # papers it follows (keys of report.card.CITATIONS)
+    filterable: ClassVar[bool] = False  # --adversarial_rounds may swap its decoys (5 options only)
     # Checks of tests/dataset_checks.py that hold beyond the validity rules (which always do).
     invariants: ClassVar[tuple[str, ...]] = ()
 

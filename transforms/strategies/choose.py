@@ -1,8 +1,9 @@
 """Choosing decoys from each target's candidate list: preference order, then validity.
 
-``mcic`` and ``random`` differ only in how candidates are found and in the
-order they are preferred in; both keep the first four that pass the validity
-rules and record each decoy's simPV, simSURF and Score, best Score first. With
+``mcic``, ``random`` and the Visual Madlibs tasks differ only in how candidates
+are found, in the order they are preferred in and in how many decoys they need;
+all keep the first that pass the validity rules and record each decoy's simPV,
+simSURF and Score, best Score first. With
 adversarial filtering on, the walk goes on for ``reserve`` more valid candidates
 (distinct from the decoys and each other), which the filter may swap in.
 """
@@ -23,11 +24,7 @@ from transforms.strategies.base import DecoyStrategy
 from transforms.strategies.scoring import best_first, score
 from transforms.strategies.validity import RejectionCounters, ValidityRules, choose_valid
 
-DECOYS_PER_INSTANCE = 4
-TOO_FEW_VALID = "decoys/fewer_than_4_valid_candidates"
-
-# (scores (N,), candidates (N,)) -> positions in preference order; the skip reason when
-# fewer than four are preferable at all, or None when every candidate is.
+# (scores (N,), candidates (N,)) -> the preferable candidates' positions, in preference order.
 Preference = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
@@ -66,12 +63,18 @@ def decoys_at(
     )
 
 
-class ChooseDecoys(beam.PTransform):
-    """Neighbourhood batches -> Selection per target; Skip when fewer than 4 pass.
+def too_few_valid(decoys: int) -> str:
+    """The skip reason of a target that loses candidates to the validity rules."""
+    return f"decoys/fewer_than_{decoys}_valid_candidates"
 
-    ``too_few``: the skip reason when fewer than four candidates are preferable
-    before validity is checked (e.g. Algorithm 1's "positive Score"); instances
-    that lose candidates to the rules are skipped as ``TOO_FEW_VALID``.
+
+class ChooseDecoys(beam.PTransform):
+    """Neighbourhood batches -> Selection per target; Skip when fewer than ``decoys`` pass.
+
+    ``too_few``: the skip reason when fewer than ``decoys`` candidates are preferable
+    before validity is checked (e.g. Algorithm 1's "positive Score"; default
+    ``too_few_valid``); targets that lose candidates to the rules are skipped
+    as ``too_few_valid``.
     ``reserve`` > 0: a ``Reserved`` per target instead, with up to that many further
     valid candidates in preference order (fewer never skip a target).
     """
@@ -83,11 +86,13 @@ class ChooseDecoys(beam.PTransform):
         lam: float,
         rules: ValidityRules,
         prefer: Preference,
-        too_few: str = TOO_FEW_VALID,
+        decoys: int,
+        too_few: str = "",
         reserve: int = 0,
     ):
         super().__init__()
-        self._choose = _ChooseDecoys(corpus, lam, rules, prefer, too_few, reserve)
+        too_few = too_few or too_few_valid(decoys)
+        self._choose = _ChooseDecoys(corpus, lam, rules, prefer, decoys, too_few, reserve)
 
     def expand(self, neighbourhoods):
         return neighbourhoods | "Choose" >> beam.ParDo(self._choose).with_outputs(
@@ -102,11 +107,13 @@ class _ChooseDecoys(beam.DoFn):
         lam: float,
         rules: ValidityRules,
         prefer,
+        decoys: int,
         too_few: str,
         reserve: int,
     ):
         self._corpus, self._lam, self._rules = corpus, lam, rules
-        self._prefer, self._too_few_reason, self._reserve = prefer, too_few, reserve
+        self._prefer, self._decoys = prefer, decoys
+        self._too_few_reason, self._reserve = too_few, reserve
         self._pairs = Metrics.counter("decoys", "scored_pairs")
         self._scratch = self._progress = self._rejections = None
 
@@ -134,40 +141,46 @@ class _ChooseDecoys(beam.DoFn):
             batch.candidates,
             batch.sim_pv,
             preference,
-            DECOYS_PER_INSTANCE + self._reserve,
+            self._decoys + self._reserve,
             self._rules,
             self._scratch,
         )
         self._rejections.add(rejected)
         for b, target_row in enumerate(batch.targets):
             target = corpus.caption(int(target_row))
-            if chosen[b, DECOYS_PER_INSTANCE - 1] < 0:
+            if chosen[b, self._decoys - 1] < 0:
                 preferable = int((preference[b] >= 0).sum())
-                reason = self._too_few_reason if preferable < DECOYS_PER_INSTANCE else TOO_FEW_VALID
+                reason = (
+                    self._too_few_reason
+                    if preferable < self._decoys
+                    else too_few_valid(self._decoys)
+                )
                 Metrics.counter(*reason.split("/")).inc()
                 yield beam.pvalue.TaggedOutput(
                     SKIPPED, Skip(reason, target.caption_id, target.split)
                 )
                 continue
             similarities = (batch.candidates[b], batch.sim_pv[b], sim_surf[b], scores[b])
-            first = best_first(scores[b], batch.candidates[b], chosen[b, :DECOYS_PER_INSTANCE])
+            first = best_first(scores[b], batch.candidates[b], chosen[b, : self._decoys])
             selection = Selection(target, decoys_at(corpus, *similarities, first))
             if self._reserve:
-                further = chosen[b, DECOYS_PER_INSTANCE:]
+                further = chosen[b, self._decoys :]
                 yield Reserved(selection, decoys_at(corpus, *similarities, further[further >= 0]))
             else:
                 yield selection
 
 
 class ChoosingStrategy(DecoyStrategy):
-    """A strategy that walks each target's candidates in its preference order (mcic, random).
+    """A strategy that walks each target's candidates in its preference order (mcic, random,
+    the Visual Madlibs tasks).
 
     Subclasses say which candidates (``finder``), in which order (``prefer``) and
-    why a target has too few before validity is checked (``too_few``).
+    why a target has too few before validity is checked (``too_few``; "": the
+    validity skip).
     """
 
     prefer: ClassVar[Preference]
-    too_few: ClassVar[str] = TOO_FEW_VALID
+    too_few: ClassVar[str] = ""
 
     def finder(self) -> Finder:
         raise NotImplementedError
@@ -184,6 +197,7 @@ class ChoosingStrategy(DecoyStrategy):
                 rules=config.rules,
                 reserve=config.reserve,
                 prefer=self.prefer,
+                decoys=self.decoys_per_instance(),
                 too_few=self.too_few,
             )
         )

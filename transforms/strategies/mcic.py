@@ -37,6 +37,7 @@ class Mcic(ChoosingStrategy):
         "sits at the centre of its options: text-only models beat chance by a wide margin "
         "(see the audit), and image models are only informative by their margin over them."
     )
+    filterable = True
     references = ("ding2016",)
     invariants = ("positive_score", "algorithm_1")
 

@@ -77,6 +77,7 @@ class RandomDecoys(ChoosingStrategy):
         "target easily; with the whole-corpus pool, dev and test decoys are mostly training "
         "captions and the target never is (the audit's novelty guess measures that leak)."
     )
+    filterable = True
     references = ("yu2015",)
 
     prefer = staticmethod(in_drawn_order)
