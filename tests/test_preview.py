@@ -108,12 +108,14 @@ def instance(**changes) -> dict:
         "label": 2,
         "option_caption_ids": ["c10", "c20", "c1", "c30", "c40"],
         "option_image_ids": ["10", "20", "1", "30", "40"],
+        "option_edits": [""] * 5,
         "target_caption_id": "c1",
         "decoy_caption_ids": ["c30", "c10", "c40", "c20"],
         "decoy_image_ids": ["30", "10", "40", "20"],
         "decoy_sim_pv": [0.91, 0.82, 0.73, 0.64],
         "decoy_sim_surf": [0.11, 0.22, 0.33, 0.44],
         "decoy_score": [0.5, 0.45, 0.4, 0.35],
+        "decoy_edits": [""] * 4,
         **changes,
     }
 
@@ -168,6 +170,28 @@ def test_the_labels_option_alone_is_marked_and_each_decoy_shows_its_provenance(l
     check_options(article, record)
     heading = article.find_all("h3")[0].text()
     assert "1_0" in heading and "target caption c1" in heading
+
+
+def test_a_two_option_instance_with_an_edited_decoy_of_the_targets_caption_shows_the_edit():
+    edit = "switch_people: 'a man' <-> 'a woman'"
+    nan = float("nan")
+    record = instance(
+        options=["a woman talks to a man", "a man talks to a woman"],
+        label=1,
+        option_caption_ids=["c1", "c1"],
+        option_image_ids=["1", "1"],
+        option_edits=[edit, ""],
+        decoy_caption_ids=["c1"],
+        decoy_image_ids=["1"],
+        decoy_sim_pv=[nan],
+        decoy_sim_surf=[nan],
+        decoy_score=[nan],
+        decoy_edits=[edit],
+    )
+    rows = rendered(record).find_all("tr", "option")
+    assert [row.cell("caption") for row in rows] == record["options"]
+    assert "target" in rows[1].classes() and rows[1].cell("scores") == "the image's own caption"
+    assert rows[0].cell("role") == "decoy 1" and rows[0].cell("edit") == edit
 
 
 def test_captions_and_ids_are_text_never_markup():

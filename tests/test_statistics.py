@@ -4,10 +4,11 @@ from schemas.records import Skip
 from transforms.dataset.statistics import compute_statistics, describe, table_one
 
 
-def _table(image_ids, scores):
+def _table(image_ids, scores, edits=None):
     return pa.table(
         {
             "image_id": image_ids,
+            "decoy_edits": edits or [[""] * len(s) for s in scores],
             "decoy_sim_pv": [s for s in scores],
             "decoy_sim_surf": [s for s in scores],
             "decoy_score": [s for s in scores],
@@ -40,6 +41,21 @@ def test_counts_images_instances_and_skips_per_split():
     assert statistics["validity"]["validity/same_image"] == 3
     assert statistics["validity"]["validity/repeats_an_option"] == 0
     assert "dev" in table_one(statistics)
+    assert statistics["options_per_instance"] == 5
+
+
+def test_edited_decoys_are_counted_and_left_out_of_the_distributions():
+    nan = float("nan")
+    instances = {
+        "dev": _table(["1", "2"], [[0.4], [nan]], edits=[[""], ["switch_people: swapped"]]),
+        "test": None,
+        "train": None,
+    }
+    statistics = compute_statistics(instances, [], {})
+    dev = statistics["splits"]["dev"]
+    assert dev["edited_decoys"] == 1
+    assert (dev["decoys"]["sim_pv"]["count"], dev["decoys"]["sim_pv"]["mean"]) == (1, 0.4)
+    assert statistics["options_per_instance"] == 2
 
 
 def test_histogram_includes_both_ends_and_deciles_are_ordered():

@@ -1,8 +1,10 @@
 """The statistics file: the paper's Table 1 plus what was skipped and why.
 
-Per split: unique images and instances, skips by reason, and the decoys'
-count, mean, min, max, deciles and a histogram (bins of 0.05 over [-1, 1]) of
-simPV, simSURF and Score; the decoys of all splits together too.
+Per split: unique images and instances, skips by reason, the decoys built
+by editing a caption (forced choice), and the decoys' count, mean, min, max,
+deciles and a histogram (bins of 0.05 over [-1, 1]) of simPV, simSURF and
+Score; the decoys of all splits together too. Edited decoys carry no
+similarities (NaN in the files) and are left out of the distributions.
 
 Computed after the pipeline from the files it wrote (the instance Parquet
 shards and the skipped-record files), so the statistics describe exactly
@@ -63,7 +65,7 @@ class WriteSkips(beam.PTransform):
 
 def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip]]:
     """The instance columns the statistics need, per split, and every Skip."""
-    columns = ["image_id", *DECOY_MEASURES.values()]
+    columns = ["image_id", "decoy_edits", *DECOY_MEASURES.values()]
     instances = {}
     for split in SPLITS:
         tables = list(read_parquet_files(shard_pattern(output, PARQUET, split), columns))
@@ -78,7 +80,8 @@ def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip]]:
 
 
 def describe(values: np.ndarray) -> dict:
-    """Count, mean, extremes, deciles and a histogram of one similarity."""
+    """Count, mean, extremes, deciles and a histogram of one similarity (NaN: not scored)."""
+    values = values[~np.isnan(values)]
     if len(values) == 0:
         return {"count": 0}
     deciles = np.quantile(values, np.linspace(0.1, 0.9, 9))
@@ -105,6 +108,7 @@ def compute_statistics(
         if skip.split:
             by_split[skip.split][skip.reason] += 1
     splits, decoys = {}, {name: [] for name in DECOY_MEASURES}
+    options_per_instance = None
     for split in SPLITS:
         table = instances[split]
         rows = 0 if table is None else table.num_rows
@@ -115,15 +119,20 @@ def compute_statistics(
             else table.column(column).combine_chunks().flatten().to_numpy()
             for name, column in DECOY_MEASURES.items()
         }
+        edits = [] if table is None else table.column("decoy_edits").to_pylist()
+        if edits:
+            options_per_instance = len(edits[0]) + 1
         splits[split] = {
             "images": images,
             "instances": rows,
             "skipped": dict(sorted(by_split[split].items())),
+            "edited_decoys": sum(1 for row in edits for edit in row if edit),
             "decoys": {name: describe(v) for name, v in values.items()},
         }
         for name, v in values.items():
             decoys[name].append(v)
     return {
+        "options_per_instance": options_per_instance,
         "splits": splits,
         "total": {
             "images": sum(s["images"] for s in splits.values()),

@@ -9,7 +9,7 @@ YAML is written by hand: every scalar is JSON-quoted, which YAML reads as is.
 
 import json
 
-from schemas.instance import FIELDS
+from schemas.instance import FIELDS, MCIC_OPTIONS
 from schemas.layout import PARQUET, relative_shard_pattern
 from transforms.corpus.split import SPLITS
 from transforms.dataset.statistics import DECOY_MEASURES
@@ -201,15 +201,23 @@ def version_card(manifest: dict, statistics: dict, plots: dict[str, str]) -> str
         f"```bibtex\n{CITATIONS[key]}\n```" for key in (*ALWAYS_CITED, *strategy.references)
     )
     guarantee = strategy.guarantee or "none: text-only models may beat chance (see the audit)"
+    k = strategy.num_options
+    chance = f"{100 / k:.0f}%"
+    text_formats = (
+        "and `mcic/<split>/` (the published MCIC-COCO text format)"
+        if k == MCIC_OPTIONS
+        else f"(the MCIC text format holds five options, so it is not written for {k})"
+    )
     return (
         front_matter("", splits, options["captions_license"])
         + f"""
 # Multiple-choice image-caption dataset: `{strategy.name}` decoys
 
-Each instance is one image, five captions (*options*) and the position of the true one
-(*label*): the image's own caption (the *target*) and four *decoys*, captions of other
-images. A system must pick the target; chance is 20%. The dataset is only informative if it
-cannot be solved without the image: see the text-only audit below.
+Each instance is one image, {k} texts (*options*) and the position of the true one
+(*label*): the *target*, the image's own caption (or, where the task says so, part of it),
+and {k - 1} *decoy(s)*, captions of other images or texts built from a caption
+(`option_edits` says how). A system must pick the target; chance is {chance}. The dataset is
+only informative if it cannot be solved without the image: see the text-only audit below.
 
 Decoys: `--decoys {strategy.name}`: {strategy.summary}. Text-only guarantee: {guarantee}.
 
@@ -224,8 +232,8 @@ dataset = datasets.load_dataset(".")          # this folder: train, dev and test
 ```
 
 The same instances are in `tfrecord/<split>/` (`tf.train.Example`; `tfrecord/feature_spec.json`
-gives each feature's `tf.io.FixedLenFeature` shape and dtype) and `mcic/<split>/` (the published
-MCIC-COCO text format). Images are not included: `image_file` and `image_url` name them.
+gives each feature's `tf.io.FixedLenFeature` shape and dtype) {text_formats}. Images are not
+included: `image_file` and `image_url` name them.
 
 ## Splits
 
@@ -244,17 +252,13 @@ Skipped captions and what the validity rules turned away:
 ## Text-only audit
 
 Models that never see the image, on dev and test (accuracy in %, +- one binomial standard
-deviation). Anything above 20% is solvable from the options alone.
+deviation). Anything above {chance} is solvable from the options alone.
 
 {_audit(statistics)}
 
 ## Known limitations
 
 - Captions are lower-cased and tokenised; duplicate captions of an image are dropped.
-- Decoys are close to the target in paragraph-vector space; some may also describe the
-  target's image (the paper estimates 10-15% unanswerable instances for MC-IC). The validity
-  rules remove decoys that copy, or are surface-close to, any caption of the image, not
-  decoys that describe it in other words.
 - {strategy.limitations}
 
 ## How it was generated

@@ -30,7 +30,7 @@ class Image:
 
 @dataclass(frozen=True)
 class Decoy:
-    """A decoy's provenance; ``rank`` 1 is the best Score."""
+    """A decoy's provenance; ``rank`` 1 is the strategy's first choice."""
 
     rank: int
     caption_id: str
@@ -38,6 +38,7 @@ class Decoy:
     sim_pv: float
     sim_surf: float
     score: float
+    edit: str  # how the text was built from the caption; "" for the caption itself
 
 
 @dataclass(frozen=True)
@@ -97,19 +98,21 @@ def image_source(instance: dict, copied: Collection[str]) -> Image:
     return Image(MISSING)
 
 
-def decoys_by_caption(instance: dict) -> dict[str, Decoy]:
-    """Each decoy's provenance under its caption id, which is how options name it."""
+def decoys_by_source(instance: dict) -> dict[tuple[str, str], Decoy]:
+    """Each decoy's provenance under (caption id, edit), which is how options name it: an
+    edited decoy may come from the target's own caption."""
     columns = zip(
         instance["decoy_caption_ids"],
         instance["decoy_image_ids"],
         instance["decoy_sim_pv"],
         instance["decoy_sim_surf"],
         instance["decoy_score"],
+        instance["decoy_edits"],
         strict=True,
     )
     return {
-        caption_id: Decoy(rank, caption_id, image_id, sim_pv, sim_surf, score)
-        for rank, (caption_id, image_id, sim_pv, sim_surf, score) in enumerate(columns, 1)
+        (caption_id, edit): Decoy(rank, caption_id, image_id, sim_pv, sim_surf, score, edit)
+        for rank, (caption_id, image_id, sim_pv, sim_surf, score, edit) in enumerate(columns, 1)
     }
 
 
@@ -145,9 +148,14 @@ def render_image(instance: dict, image: Image) -> str:
     )
 
 
-def render_option(position: int, instance: dict, decoys: dict[str, Decoy]) -> str:
-    """One row: the target marked; a decoy with its rank, source image, caption and scores."""
+OWN_CAPTION = "the image's own caption"
+
+
+def render_option(position: int, instance: dict, decoys: dict[tuple[str, str], Decoy]) -> str:
+    """One row: the target marked; a decoy with its rank, source image, caption and scores
+    (or, for a decoy built from a caption, the edit)."""
     caption_id = instance["option_caption_ids"][position]
+    edit = instance["option_edits"][position]
     cells = [
         f'<td class="position">{position}</td>',
         f'<td class="caption">{_text(instance["options"][position])}</td>',
@@ -158,19 +166,24 @@ def render_option(position: int, instance: dict, decoys: dict[str, Decoy]) -> st
             '<td class="role"><span class="badge">✓ target</span></td>',
             f'<td class="image-id">{_text(instance["image_id"])}</td>',
             f'<td class="caption-id">{_text(caption_id)}</td>',
-            '<td class="scores" colspan="3">the image\'s own caption</td>',
+            f'<td class="scores" colspan="3">{_text(edit or OWN_CAPTION)}</td>',
         ]
     else:
-        decoy = decoys[caption_id]
+        decoy = decoys[(caption_id, edit)]
         role, attributes = "decoy", f' data-decoy-rank="{decoy.rank}"'
         cells += [
             f'<td class="role">decoy {decoy.rank}</td>',
             f'<td class="image-id">{_text(decoy.image_id)}</td>',
             f'<td class="caption-id">{_text(decoy.caption_id)}</td>',
-            f'<td class="sim-pv">{_number(decoy.sim_pv)}</td>',
-            f'<td class="sim-surf">{_number(decoy.sim_surf)}</td>',
-            f'<td class="score">{_number(decoy.score)}</td>',
         ]
+        if edit:
+            cells.append(f'<td class="edit" colspan="3">{_text(edit)}</td>')
+        else:
+            cells += [
+                f'<td class="sim-pv">{_number(decoy.sim_pv)}</td>',
+                f'<td class="sim-surf">{_number(decoy.sim_surf)}</td>',
+                f'<td class="score">{_number(decoy.score)}</td>',
+            ]
     return (
         f'<tr class="option {role}" data-position="{position}" '
         f'data-caption-id="{_text(caption_id)}"{attributes}>{"".join(cells)}</tr>'
@@ -185,8 +198,8 @@ OPTIONS_HEAD = (
 
 
 def render_instance(instance: dict, image: Image) -> str:
-    """The image beside the five options in their order, the target marked."""
-    decoys = decoys_by_caption(instance)
+    """The image beside the options in their order, the target marked."""
+    decoys = decoys_by_source(instance)
     rows = "".join(
         render_option(position, instance, decoys) for position in range(len(instance["options"]))
     )

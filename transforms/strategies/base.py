@@ -18,6 +18,14 @@ from transforms.corpus.index import IndexConfig
 from transforms.corpus.neighbours import Finder, FindNeighbourhoods, SharedCorpus
 from transforms.strategies.validity import ValidityRules
 
+# The limitation every strategy whose decoys are the target's PV neighbours shares.
+NEIGHBOURS_MAY_FIT = (
+    "Decoys are close to the target in paragraph-vector space; some may also describe the "
+    "target's image (the paper estimates 10-15% unanswerable instances for MC-IC). The validity "
+    "rules remove decoys that copy, or are surface-close to, any caption of the image, not "
+    "decoys that describe it in other words. "
+)
+
 
 @dataclass(frozen=True)
 class StrategyConfig:

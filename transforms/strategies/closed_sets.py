@@ -37,7 +37,7 @@ from transforms.corpus.split import SPLITS
 from transforms.corpus.store import Corpus
 from transforms.corpus.surface import sim_surf_batch
 from transforms.progress import timed
-from transforms.strategies.base import DecoyStrategy
+from transforms.strategies.base import NEIGHBOURS_MAY_FIT, DecoyStrategy
 from transforms.strategies.choose import decoys_at
 from transforms.strategies.grouping import form_sets
 from transforms.strategies.scoring import best_first, score
@@ -188,7 +188,7 @@ class ClosedSets(DecoyStrategy):
         "exact: the 5 instances of a set share their option texts, so any text-only function "
         "is right on exactly 1 of 5"
     )
-    limitations = (
+    limitations = NEIGHBOURS_MAY_FIT + (
         "Each caption is the target of up to `--set_memberships` instances, and the five "
         "instances of a set show the same five options: split-level accuracies count each set "
         "five times. Captions in no valid set are skipped (`decoys/in_no_closed_set`)."

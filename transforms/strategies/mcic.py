@@ -10,6 +10,7 @@ neighbours, so the target sits at the centre of its option set.
 import numpy as np
 
 from transforms.corpus.neighbours import Finder, top_neighbours
+from transforms.strategies.base import NEIGHBOURS_MAY_FIT
 from transforms.strategies.choose import ChoosingStrategy
 from transforms.strategies.scoring import best_first
 
@@ -32,7 +33,7 @@ class Mcic(ChoosingStrategy):
         "reproduces MCIC-COCO, text-only models beat chance"
     )
     pools = ("all", "split")
-    limitations = (
+    limitations = NEIGHBOURS_MAY_FIT + (
         "MC-IC's decoys are the target's nearest paragraph-vector neighbours, so the target "
         "sits at the centre of its options: text-only models beat chance by a wide margin "
         "(see the audit), and image models are only informative by their margin over them."
