@@ -17,7 +17,7 @@ from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
 from pipelines.options import GenerateOptions
 from pipelines.versions import verify_version
-from schemas.instance import parse_mcic_line
+from schemas.instance import MCIC_OPTIONS, parse_mcic_line
 from schemas.layout import MCIC, PARQUET, TFRECORD, shard_pattern
 from tests.tfrecord_reader import parse_example, read_records
 from transforms.strategies.registry import STRATEGIES
@@ -58,19 +58,29 @@ def nltk_sim_surf(candidate: list[str], target: list[str]) -> float:
     return bleu / brevity_penalty(len(target), len(candidate))
 
 
-def check_instances(rows: list[dict]) -> None:
-    """What every strategy's instances satisfy, structurally."""
+def check_instances(rows: list[dict], num_options: int) -> None:
+    """What every strategy's instances satisfy, structurally.
+
+    A decoy is named by (source caption id, edit): an edited decoy may come from the
+    target's own caption; unedited decoys are captions of other images, best Score first.
+    """
     for row in rows:
-        assert len(row["options"]) == 5
-        assert len(set(row["options"])) == 5, f"{row['example_id']}: repeated option"
-        assert 0 <= row["label"] < 5
-        assert row["option_caption_ids"].count(row["target_caption_id"]) == 1
+        assert len(row["options"]) == num_options
+        assert len(set(row["options"])) == num_options, f"{row['example_id']}: repeated option"
+        assert 0 <= row["label"] < num_options
         assert row["option_caption_ids"][row["label"]] == row["target_caption_id"]
         assert row["option_image_ids"][row["label"]] == row["image_id"]
-        decoys = [cid for i, cid in enumerate(row["option_caption_ids"]) if i != row["label"]]
-        assert sorted(decoys) == sorted(row["decoy_caption_ids"])
-        assert row["image_id"] not in row["decoy_image_ids"]
-        assert row["decoy_score"] == sorted(row["decoy_score"], reverse=True)
+        sources = list(zip(row["option_caption_ids"], row["option_edits"], strict=True))
+        del sources[row["label"]]
+        decoys = zip(row["decoy_caption_ids"], row["decoy_edits"], strict=True)
+        assert sorted(sources) == sorted(decoys)
+        unedited = [i for i, edit in enumerate(row["decoy_edits"]) if not edit]
+        assert row["image_id"] not in [row["decoy_image_ids"][i] for i in unedited]
+        scores = [row["decoy_score"][i] for i in unedited]
+        assert scores == sorted(scores, reverse=True)
+        for i, edit in enumerate(row["decoy_edits"]):
+            if edit:
+                assert np.isnan(row["decoy_score"][i]) and np.isnan(row["decoy_sim_pv"][i])
 
 
 def check_positive_score(rows: list[dict], surf_limit: float) -> None:
@@ -94,7 +104,8 @@ def valid_decoy(text: str, own_captions: list[str], surf_limit: float) -> bool:
 
 
 def check_validity(corpus: list[dict], rows: list[dict], surf_limit: float, sample: int) -> None:
-    """Every decoy: no text of the target's image (all rows); near-copies by nltk (a sample)."""
+    """Every decoy: no text of the target's image (all rows); near-copies by nltk (a sample)
+    among the unedited decoys (an edit of the target's caption is near it by design)."""
     captions = image_captions(corpus)
     for row in rows:
         own = set(captions[row["image_id"]])
@@ -104,16 +115,21 @@ def check_validity(corpus: list[dict], rows: list[dict], surf_limit: float, samp
     for index in rng.choice(len(rows), size=min(sample, len(rows)), replace=False):
         row = rows[index]
         for i, option in enumerate(row["options"]):
-            if i != row["label"]:
+            if i != row["label"] and not row["option_edits"][i]:
                 assert valid_decoy(option, captions[row["image_id"]], surf_limit), row
 
 
-def check_formats_agree(output: str, split: str, rows: list[dict]) -> None:
+def check_formats_agree(output: str, split: str, rows: list[dict], num_options: int) -> None:
+    """TFRecord (and, for five options, the MCIC text files) hold the Parquet rows."""
     by_id = {row["example_id"]: row for row in rows}
     assert len(by_id) == len(rows), "duplicate example ids"
     tfrecords = read_tfrecord(output, split)
-    texts = read_text(output, split)
-    assert len(tfrecords) == len(texts) == len(rows)
+    if num_options == MCIC_OPTIONS:
+        texts = read_text(output, split)
+    else:
+        texts = []
+        assert not glob.glob(shard_pattern(output, MCIC, split)), "MCIC files of k != 5"
+    assert len(tfrecords) == len(rows) and len(texts) in (0, len(rows))
     for features in tfrecords:
         row = by_id[features["example_id"][0].decode()]
         assert [o.decode() for o in features["options"]] == row["options"]
@@ -223,8 +239,8 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
     for split in SPLITS:
         assert {row["image_id"] for row in rows[split]} <= split_images[split]
         assert all(row["split"] == split for row in rows[split])
-        check_instances(rows[split])
-        check_formats_agree(output, split, rows[split])
+        check_instances(rows[split], strategy.num_options)
+        check_formats_agree(output, split, rows[split], strategy.num_options)
     if decoy_pool == "split":
         image_split = {c["image_id"]: c["split"] for c in corpus}
         for split in SPLITS:

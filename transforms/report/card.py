@@ -45,6 +45,13 @@ CITATIONS = {
   booktitle = {ICCV},
   year = {2015}
 }""",
+    "hodosh2016": """@inproceedings{hodosh2016focused,
+  title = {Focused Evaluation for Image Description with Binary Forced-Choice Tasks},
+  author = {Hodosh, Micah and Hockenmaier, Julia},
+  booktitle = {Proceedings of the 5th Workshop on Vision and Language},
+  pages = {19--28},
+  year = {2016}
+}""",
 }
 ALWAYS_CITED = ("ding2016", "lin2014", "chen2015")
 

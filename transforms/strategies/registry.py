@@ -2,11 +2,12 @@
 
 from transforms.strategies.base import DecoyStrategy
 from transforms.strategies.closed_sets import ClosedSets
+from transforms.strategies.madlibs import MadlibsEasy
 from transforms.strategies.mcic import Mcic
 from transforms.strategies.random_decoys import RandomDecoys
 
 STRATEGIES: dict[str, type[DecoyStrategy]] = {
-    strategy.name: strategy for strategy in (ClosedSets, Mcic, RandomDecoys)
+    strategy.name: strategy for strategy in (ClosedSets, Mcic, RandomDecoys, MadlibsEasy)
 }
 DEFAULT_STRATEGY = "closed_sets"
 

@@ -1,0 +1,25 @@
+"""One end-to-end run per decoy family beyond MC-IC, checked on what it wrote."""
+
+import json
+import os
+
+from pipelines.options import GenerateOptions
+from tests.conftest import SMALL, generated
+from tests.dataset_checks import check_dataset
+from transforms.strategies.registry import STRATEGIES
+
+
+def family_dataset(corpus: str, directory: str, decoys: str, **changes) -> GenerateOptions:
+    options = GenerateOptions(input=corpus, output=directory, decoys=decoys, **SMALL, **changes)
+    return generated(options)[1]
+
+
+def test_madlibs_easy_has_four_options_of_other_images(synthetic_corpus, tmp_path):
+    options = family_dataset(synthetic_corpus, str(tmp_path), "madlibs_easy")
+    rows = check_dataset(options, sample=20)
+    assert STRATEGIES["madlibs_easy"].num_options == 4
+    every = [row for split in rows.values() for row in split]
+    assert every and all(len(row["options"]) == 4 for row in every)
+    with open(os.path.join(options.output, "statistics.json")) as handle:
+        statistics = json.load(handle)
+    assert statistics["options_per_instance"] == 4
