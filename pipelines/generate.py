@@ -133,8 +133,10 @@ class Generated:
 
 
 def input_checksums(options: GenerateOptions, inputs: list[str]) -> list[dict]:
-    """The sha256 of every input file and of ``--pv_model``: what the version is named after."""
-    checksums = [file_checksum(path) for path in inputs]
+    """The sha256 of every input file, of ``--pv_model`` and of the ``--objects`` files: what
+    the version is named after."""
+    objects = expand_inputs(options.objects) if options.objects else []
+    checksums = [file_checksum(path) for path in (*inputs, *objects)]
     check_distinct_contents(checksums)
     if options.pv_model:
         if not FileSystems.exists(options.pv_model):

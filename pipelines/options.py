@@ -155,6 +155,13 @@ class GenerateOptions:
         "partition leaves out get overlay sets among captions in fewer sets)",
         group=Group.DECOYS,
     )
+    objects: str = _option(
+        "",
+        "madlibs_hard: COCO instances files (comma-separated paths or globs, e.g. "
+        "annotations/instances_*2014.json) giving each image's objects",
+        group=Group.DECOYS,
+        empty_means="objects read from the captions through the COCO-category lexicon",
+    )
     score_lambda: float = _option(
         0.3, "lambda of Score = lambda*simPV + (1-lambda)*simSURF", group=Group.DECOYS
     )
@@ -289,6 +296,7 @@ class GenerateOptions:
             set_neighbours=self.set_neighbours,
             set_search_depth=self.set_search_depth,
             set_memberships=self.set_memberships,
+            objects=self.objects,
             adversarial_rounds=self.adversarial_rounds,
             adversarial_reserve=self.adversarial_reserve,
         )
@@ -385,6 +393,9 @@ class GenerateOptions:
                 f"--adversarial_rounds filters the decoys of --decoys {filterable}, "
                 f"not {self.decoys}"
             )
+        if self.objects and not STRATEGIES[self.decoys].reads_objects:
+            readers = " or ".join(name for name, s in STRATEGIES.items() if s.reads_objects)
+            problems.append(f"--objects is read by --decoys {readers}, not {self.decoys}")
         if self.label and not LABEL.fullmatch(self.label):
             problems.append("--label takes letters, digits, '_' and '-', starting alphanumeric")
         if problems:

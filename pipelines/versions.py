@@ -52,10 +52,11 @@ EVALUATION_DIRECTORY = "evaluation"
 # Files of a version directory that are not part of the dataset the manifest lists.
 NOT_LISTED = (COMPLETE_FILE, MANIFEST_FILE, LOCK_FILE)
 # Options that say where and how fast, not what: they do not change a record.
-# --pv_model enters through its checksum, among the inputs', not its path.
+# --pv_model and --objects enter through their checksums, among the inputs', not their paths.
 NO_CONTENT_OPTIONS = (
     "input",
     "pv_model",
+    "objects",
     "output",
     "label",
     "force",

@@ -42,6 +42,7 @@ class StrategyConfig:
     set_neighbours: int  # closed sets: K, the neighbours a set is formed from
     set_search_depth: int  # closed sets: captions searched per caption, as a multiple of K
     set_memberships: int  # closed sets: the most sets one caption may belong to
+    objects: str  # madlibs_hard: COCO instances files or globs, comma-separated; "": captions
     adversarial_rounds: int  # > 0: emit Reserved (Selection + reserve) for AdversarialFilter
     adversarial_reserve: int  # further valid candidates kept per target when rounds > 0
 
@@ -65,6 +66,7 @@ class DecoyStrategy(beam.PTransform):
     guarantee: ClassVar[str] = ""  # why no text-only model beats chance, if that holds by design
     limitations: ClassVar[str]  # what a user of its datasets must know (the dataset card)
     references: ClassVar[tuple[str, ...]] = ()  # papers it follows (keys of report.card.CITATIONS)
+    reads_objects: ClassVar[bool] = False  # decoys depend on each image's objects (--objects)
     filterable: ClassVar[bool] = False  # --adversarial_rounds may swap its decoys (5 options only)
     # Checks of tests/dataset_checks.py that hold beyond the validity rules (which always do).
     invariants: ClassVar[tuple[str, ...]] = ()
