@@ -1,15 +1,19 @@
-"""Writes the project's synthetic COCO-format corpus (see transforms/synthetic.py).
+"""Writes the project's synthetic COCO-format corpus (see transforms/corpus/synthetic.py).
 
-python -m pipelines.make_corpus --num_images 4000 --output out/corpus/captions_synthetic.json
+python -m pipelines.make_corpus --num_images 4000 --output out/corpus/captions_synthetic.json \
+    --instances out/corpus/instances_synthetic.json
 """
 
+import json
 import logging
 import sys
 import time
 
 from pipelines.options import Command, refuse_unknown
-from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
+from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, scene_objects, write_coco
 from transforms.errors import InputError
+from transforms.files import write_file
+from transforms.language.objects import CATEGORY_IDS, instances_document
 
 MAX_IMAGES = 150_000
 
@@ -19,7 +23,8 @@ COMMAND = Command(
         "Writes the project's synthetic corpus in COCO format: one latent scene per image "
         "(a subject, an activity, a place, a time of day) and five captions describing it "
         "with different templates, synonyms and omitted details. Image i depends only on "
-        "(seed, i), so smaller corpora are prefixes of larger ones."
+        "(seed, i), so smaller corpora are prefixes of larger ones. With --instances, also "
+        "the COCO instances file of the scenes' objects (one unit box per object)."
     ),
     example="dmc-make-corpus --num_images 4000 --output out/corpus/captions_synthetic.json",
     readme='section "The synthetic default corpus"',
@@ -34,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
         "--num_images", type=int, default=4000, help=f"images, 1 to {MAX_IMAGES:,} (default: 4000)"
     )
     parser.add_argument("--seed", type=int, default=0, help="corpus seed (default: 0)")
+    parser.add_argument(
+        "--instances",
+        default="",
+        help="also write the images' objects here as a COCO instances JSON (default: none)",
+    )
     try:
         args, unknown = parser.parse_known_args(argv)
         refuse_unknown(unknown, parser._option_string_actions)
@@ -44,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.getLogger().setLevel(logging.INFO)
     started = time.monotonic()
-    write_coco(args.output, args.seed, args.num_images)
+    images = write_coco(args.output, args.seed, args.num_images)["images"]
     logging.info(
         "wrote %d images, %d captions to %s in %.1fs",
         args.num_images,
@@ -52,7 +62,19 @@ def main(argv: list[str] | None = None) -> int:
         args.output,
         time.monotonic() - started,
     )
+    if args.instances:
+        write_instances(args.instances, images, args.seed)
     return 0
+
+
+def write_instances(path: str, images: list[dict], seed: int) -> None:
+    """The COCO instances file of ``images``: each scene object a unit box of its category."""
+    objects = {
+        image_id: [CATEGORY_IDS[name] for name in names]
+        for image_id, names in scene_objects(seed, len(images))
+    }
+    write_file(path, json.dumps(instances_document(images, objects)).encode("utf-8"))
+    logging.info("wrote the objects of %d images to %s", len(images), path)
 
 
 if __name__ == "__main__":

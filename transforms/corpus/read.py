@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -106,13 +107,18 @@ def parse_captions(path: str, data: bytes) -> Iterator[RawCaption]:
     return _parse_flickr(path, text)
 
 
-def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
+def parse_json(path: str, text: str) -> Any:
+    """A JSON document, or an InputError saying where in ``path`` it is malformed."""
     try:
-        document = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise InputError(
             f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}"
         ) from error
+
+
+def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
+    document = parse_json(path, text)
     for key in ("images", "annotations"):
         if not isinstance(document.get(key), list):
             raise InputError(
@@ -120,7 +126,7 @@ def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
             )
     images, index_of = {}, {}
     for index, image in enumerate(document["images"]):
-        _require(path, f"images[{index}]", image, ("id", "file_name"))
+        require_keys(path, f"images[{index}]", image, ("id", "file_name"))
         image_id = str(image["id"])
         first = images.setdefault(image_id, image)
         if first["file_name"] != image["file_name"]:
@@ -131,7 +137,7 @@ def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
         index_of.setdefault(image_id, index)
     for index, annotation in enumerate(document["annotations"]):
         record = f"annotations[{index}]"
-        _require(path, record, annotation, ("id", "image_id", "caption"))
+        require_keys(path, record, annotation, ("id", "image_id", "caption"))
         image = images.get(str(annotation["image_id"]))
         if image is None:
             raise InputError(
@@ -150,7 +156,8 @@ def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
         )
 
 
-def _require(path: str, record: str, value: object, keys: tuple[str, ...]) -> None:
+def require_keys(path: str, record: str, value: object, keys: tuple[str, ...]) -> None:
+    """``value`` is an object with every one of ``keys``, none null; else an InputError."""
     if not isinstance(value, dict):
         raise InputError(f"{path}: {record} is not an object")
     missing = [key for key in keys if key not in value]

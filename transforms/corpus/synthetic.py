@@ -6,7 +6,10 @@ image is a latent scene (a kind of subject with a count and attributes, an
 activity, a place, a time of day); its five captions describe the
 same scene with different templates, synonyms, and details left out, as five
 annotators would. Scenes share vocabulary across images, so every caption has
-"cunningly similar" captions of other images to serve as decoys.
+"cunningly similar" captions of other images to serve as decoys. A scene
+also knows its objects as COCO categories (the subjects, what the activity and
+place show), so ``pipelines.make_corpus --instances`` can write the COCO
+instances file its captions would have.
 
 Image ``i``'s scene and captions depend only on (seed, i), so a corpus of
 1,000 images is the first 1,000 images of a corpus of 150,000.
@@ -63,153 +66,181 @@ TABLES = (
     "in a cafe",
 )
 
-# kind -> (nouns: (singular synonyms, plural synonyms) per noun, activities, attributes, places)
+# the COCO categories a place shows (the others show none)
+PLACE_OBJECTS = {"on a wooden table": ("dining table",)}
+
+# kind -> (nouns, activities, attributes, places). A noun is (singular synonyms, plural
+# synonyms, its COCO categories); an activity is (phrase, the COCO categories it shows).
+# Categories are COCO's names (transforms/language/objects.py), the instances file's truth.
 SUBJECTS = {
     "person": (
-        ((("man", "guy", "gentleman"), ("men", "guys")), (("person",), ("people", "friends"))),
         (
-            "riding a bicycle",
-            "holding an umbrella",
-            "playing frisbee",
-            "flying a kite",
-            "throwing a ball",
-            "eating a sandwich",
-            "talking on a phone",
-            "reading a book",
-            "riding a skateboard",
-            "carrying a surfboard",
-            "waiting for a bus",
-            "walking a dog",
+            (("man", "guy", "gentleman"), ("men", "guys"), ("person",)),
+            (("person",), ("people", "friends"), ("person",)),
+        ),
+        (
+            ("riding a bicycle", ("bicycle",)),
+            ("holding an umbrella", ("umbrella",)),
+            ("playing frisbee", ("frisbee",)),
+            ("flying a kite", ("kite",)),
+            ("throwing a ball", ("sports ball",)),
+            ("eating a sandwich", ("sandwich",)),
+            ("talking on a phone", ("cell phone",)),
+            ("reading a book", ("book",)),
+            ("riding a skateboard", ("skateboard",)),
+            ("carrying a surfboard", ("surfboard",)),
+            ("waiting for a bus", ("bus",)),
+            ("walking a dog", ("dog",)),
         ),
         PEOPLE_ATTRIBUTES,
         OUTDOORS + INDOORS,
     ),
     "woman": (
-        ((("woman", "lady"), ("women", "ladies")), (("girl", "young girl"), ("girls",))),
         (
-            "holding a tennis racket",
-            "cutting a cake",
-            "riding a horse",
-            "taking a picture",
-            "sitting on a bench",
-            "pushing a stroller",
-            "drinking coffee",
-            "playing a video game",
-            "holding an umbrella",
-            "walking a dog",
-            "eating pizza",
-            "skiing down a hill",
+            (("woman", "lady"), ("women", "ladies"), ("person",)),
+            (("girl", "young girl"), ("girls",), ("person",)),
+        ),
+        (
+            ("holding a tennis racket", ("tennis racket",)),
+            ("cutting a cake", ("cake", "knife")),
+            ("riding a horse", ("horse",)),
+            ("taking a picture", ()),
+            ("sitting on a bench", ("bench",)),
+            ("pushing a stroller", ()),
+            ("drinking coffee", ("cup",)),
+            ("playing a video game", ("remote",)),
+            ("holding an umbrella", ("umbrella",)),
+            ("walking a dog", ("dog",)),
+            ("eating pizza", ("pizza",)),
+            ("skiing down a hill", ("skis",)),
         ),
         PEOPLE_ATTRIBUTES,
         OUTDOORS + INDOORS,
     ),
     "child": (
-        ((("boy", "little boy"), ("boys",)), (("child", "kid"), ("children", "kids"))),
         (
-            "playing soccer",
-            "flying a kite",
-            "eating a donut",
-            "brushing his teeth",
-            "swinging a bat",
-            "riding a skateboard",
-            "playing in the sand",
-            "holding a teddy bear",
+            (("boy", "little boy"), ("boys",), ("person",)),
+            (("child", "kid"), ("children", "kids"), ("person",)),
+        ),
+        (
+            ("playing soccer", ("sports ball",)),
+            ("flying a kite", ("kite",)),
+            ("eating a donut", ("donut",)),
+            ("brushing his teeth", ("toothbrush",)),
+            ("swinging a bat", ("baseball bat",)),
+            ("riding a skateboard", ("skateboard",)),
+            ("playing in the sand", ()),
+            ("holding a teddy bear", ("teddy bear",)),
         ),
         PEOPLE_ATTRIBUTES,
         OUTDOORS + INDOORS,
     ),
     "dog": (
-        ((("dog", "puppy"), ("dogs", "puppies")),),
+        ((("dog", "puppy"), ("dogs", "puppies"), ("dog",)),),
         (
-            "catching a frisbee",
-            "lying on a couch",
-            "running through the grass",
-            "sitting in a car",
-            "chewing a toy",
-            "looking out a window",
-            "playing with a ball",
+            ("catching a frisbee", ("frisbee",)),
+            ("lying on a couch", ("couch",)),
+            ("running through the grass", ()),
+            ("sitting in a car", ("car",)),
+            ("chewing a toy", ()),
+            ("looking out a window", ()),
+            ("playing with a ball", ("sports ball",)),
         ),
         ANIMAL_ATTRIBUTES,
         OUTDOORS + INDOORS,
     ),
     "cat": (
-        ((("cat", "kitten", "kitty"), ("cats", "kittens")),),
+        ((("cat", "kitten", "kitty"), ("cats", "kittens"), ("cat",)),),
         (
-            "sleeping on a bed",
-            "sitting on a laptop",
-            "looking at a television",
-            "lying in a sink",
-            "sitting on a windowsill",
-            "playing with a toy",
+            ("sleeping on a bed", ("bed",)),
+            ("sitting on a laptop", ("laptop",)),
+            ("looking at a television", ("tv",)),
+            ("lying in a sink", ("sink",)),
+            ("sitting on a windowsill", ()),
+            ("playing with a toy", ()),
         ),
         ANIMAL_ATTRIBUTES,
         INDOORS,
     ),
     "horse": (
-        ((("horse", "pony"), ("horses", "ponies")),),
-        ("grazing in a field", "pulling a carriage", "standing by a fence", "running in a pasture"),
+        ((("horse", "pony"), ("horses", "ponies"), ("horse",)),),
+        (
+            ("grazing in a field", ()),
+            ("pulling a carriage", ()),
+            ("standing by a fence", ()),
+            ("running in a pasture", ()),
+        ),
         ANIMAL_ATTRIBUTES,
         OUTDOORS,
     ),
     "elephant": (
-        ((("elephant",), ("elephants",)),),
-        ("walking through the brush", "standing near a river", "spraying water", "eating leaves"),
+        ((("elephant",), ("elephants",), ("elephant",)),),
+        (
+            ("walking through the brush", ()),
+            ("standing near a river", ()),
+            ("spraying water", ()),
+            ("eating leaves", ()),
+        ),
         ("large", "small", "baby", "adult", "gray", "dusty"),
         WILD,
     ),
     "giraffe": (
-        ((("giraffe",), ("giraffes",)),),
-        ("eating from a tree", "standing next to a fence", "walking across the grass"),
+        ((("giraffe",), ("giraffes",), ("giraffe",)),),
+        (
+            ("eating from a tree", ()),
+            ("standing next to a fence", ()),
+            ("walking across the grass", ()),
+        ),
         ("tall", "young", "baby", "adult", "spotted"),
         WILD,
     ),
     "bird": (
         (
-            (("bird",), ("birds",)),
-            (("pigeon",), ("pigeons",)),
-            (("seagull", "gull"), ("seagulls",)),
+            (("bird",), ("birds",), ("bird",)),
+            (("pigeon",), ("pigeons",), ("bird",)),
+            (("seagull", "gull"), ("seagulls",), ("bird",)),
         ),
         (
-            "perched on a branch",
-            "flying over the water",
-            "standing on a rock",
-            "eating bread crumbs",
+            ("perched on a branch", ()),
+            ("flying over the water", ()),
+            ("standing on a rock", ()),
+            ("eating bread crumbs", ()),
         ),
         ANIMAL_ATTRIBUTES,
         OUTDOORS,
     ),
     "vehicle": (
         (
-            (("bus",), ("buses",)),
-            (("train",), ("trains",)),
-            (("truck",), ("trucks",)),
-            (("car", "vehicle"), ("cars", "vehicles")),
-            (("motorcycle", "motorbike"), ("motorcycles",)),
+            (("bus",), ("buses",), ("bus",)),
+            (("train",), ("trains",), ("train",)),
+            (("truck",), ("trucks",), ("truck",)),
+            (("car", "vehicle"), ("cars", "vehicles"), ("car",)),
+            (("motorcycle", "motorbike"), ("motorcycles",), ("motorcycle",)),
         ),
         (
-            "parked by the curb",
-            "driving down the road",
-            "stopped at a light",
-            "waiting at the station",
-            "covered in snow",
+            ("parked by the curb", ()),
+            ("driving down the road", ()),
+            ("stopped at a light", ("traffic light",)),
+            ("waiting at the station", ()),
+            ("covered in snow", ()),
         ),
         THING_ATTRIBUTES,
         STREETS,
     ),
     "food": (
         (
-            (("pizza",), ("pizzas",)),
-            (("sandwich",), ("sandwiches",)),
-            (("plate of food", "dish"), ("plates of food", "dishes")),
-            (("bowl of soup",), ("bowls of soup",)),
+            (("pizza",), ("pizzas",), ("pizza",)),
+            (("sandwich",), ("sandwiches",), ("sandwich",)),
+            (("plate of food", "dish"), ("plates of food", "dishes"), ()),
+            (("bowl of soup",), ("bowls of soup",), ("bowl",)),
         ),
         (
-            "sitting on a plate",
-            "served with a fork",
-            "next to a glass of wine",
-            "topped with vegetables",
-            "ready to be eaten",
-            "cut into pieces",
+            ("sitting on a plate", ()),
+            ("served with a fork", ("fork",)),
+            ("next to a glass of wine", ("wine glass",)),
+            ("topped with vegetables", ()),
+            ("ready to be eaten", ()),
+            ("cut into pieces", ()),
         ),
         FOOD_ATTRIBUTES,
         TABLES,
@@ -231,14 +262,20 @@ def scene(seed: int, image_index: int) -> dict:
     kind = _pick(rng, KINDS)
     nouns, activities, attributes, places = SUBJECTS[kind]
     count, determiner = _pick(rng, COUNTS)
+    singulars, plurals, subject_objects = _pick(rng, nouns)
+    chosen_attributes = tuple(rng.choice(attributes, size=2, replace=False).tolist())
+    activity, activity_objects = _pick(rng, activities)
+    place = _pick(rng, places)
     return {
-        "nouns": _pick(rng, nouns)[0 if count == 1 else 1],
+        "nouns": singulars if count == 1 else plurals,
         "count": count,
         "determiner": determiner,
-        "attributes": tuple(rng.choice(attributes, size=2, replace=False).tolist()),
-        "activity": _pick(rng, activities),
-        "place": _pick(rng, places),
+        "attributes": chosen_attributes,
+        "activity": activity,
+        "place": place,
         "time": _pick(rng, TIMES),
+        # one COCO category name per object in the image, the subjects count times
+        "objects": subject_objects * count + activity_objects + PLACE_OBJECTS.get(place, ()),
     }
 
 
@@ -278,6 +315,12 @@ def images(seed: int, num_images: int) -> Iterator[tuple[int, list[str]]]:
         yield index + 1, [describe(latent, rng) for _ in range(CAPTIONS_PER_IMAGE)]
 
 
+def scene_objects(seed: int, num_images: int) -> Iterator[tuple[int, tuple[str, ...]]]:
+    """(image id, the COCO category name of each object in it) for images 1..num_images."""
+    for index in range(num_images):
+        yield index + 1, scene(seed, index)["objects"]
+
+
 def coco_document(seed: int, num_images: int) -> dict:
     """A corpus in COCO's captions_*.json format."""
     document = {
@@ -298,5 +341,8 @@ def coco_document(seed: int, num_images: int) -> dict:
     return document
 
 
-def write_coco(path: str, seed: int, num_images: int) -> None:
-    write_file(path, json.dumps(coco_document(seed, num_images)).encode("utf-8"))
+def write_coco(path: str, seed: int, num_images: int) -> dict:
+    """Writes the corpus and returns it."""
+    document = coco_document(seed, num_images)
+    write_file(path, json.dumps(document).encode("utf-8"))
+    return document
