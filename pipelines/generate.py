@@ -201,6 +201,9 @@ def generate(
     build_pipeline(pipeline, options, inputs)
     metrics = run_to_completion(pipeline)
     statistics = compute_statistics(*read_written(options.output), metrics)
+    report = STRATEGIES[options.decoys].report(options.output)
+    if report:
+        statistics["strategy"] = report
     statistics["text_only_audit"] = audit_dataset(
         options.output, options.audit_config(options.output)
     )

@@ -20,6 +20,8 @@ from pipelines.versions import verify_version
 from schemas.instance import MCIC_OPTIONS, parse_mcic_line
 from schemas.layout import MCIC, PARQUET, TFRECORD, shard_pattern
 from tests.tfrecord_reader import parse_example, read_records
+from transforms.language.objects import CATEGORIES, image_objects, read_instances
+from transforms.strategies.madlibs import DRAWN, OBJECTS_FILE
 from transforms.strategies.registry import STRATEGIES
 from transforms.strategies.validity import RULES
 
@@ -264,6 +266,8 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
             exact_search=len(corpus) <= options.index_exact_limit,
             own_caption_rule=options.own_caption_rule,
         )
+    if "same_objects" in strategy.invariants:
+        check_same_objects(output, corpus, every, options.objects, decoy_pool, sample=sample)
     if "closed_sets" in strategy.invariants:
         for split in SPLITS:
             check_closed_sets(rows[split])
@@ -300,3 +304,39 @@ def check_closed_sets(rows: list[dict]) -> None:
         )
         assert len({row["image_id"] for row in members}) == 5
         assert len({frozenset(row["options"]) for row in members}) == 1
+
+
+def check_same_objects(
+    output: str, corpus: list[dict], rows: list[dict], objects: str, decoy_pool: str, sample: int
+) -> None:
+    """madlibs_hard: the objects written are each image's (instances file, else its captions'
+    categories), and every decoy's image is among the DRAWN closest to the target's objects:
+    fewer than DRAWN images of the pool share more categories, or as many with fewer others.
+    """
+    image_ids = sorted({c["image_id"] for c in corpus})
+    if objects:
+        sets = read_instances(glob.glob(objects))
+    else:
+        texts: dict[str, list] = {}
+        for caption in corpus:
+            texts.setdefault(caption["image_id"], []).append(caption["text"].split())
+        sets = {image: image_objects(texts[image]) for image in image_ids}
+    written = np.load(os.path.join(output, "corpus", OBJECTS_FILE))
+    columns = [category_id for category_id, _, _ in CATEGORIES]
+    for image, row in zip(image_ids, written, strict=True):
+        assert {columns[c] for c in np.flatnonzero(row)} == set(sets[image]), image
+    split_of = {c["image_id"]: c["split"] for c in corpus}
+    rng = np.random.default_rng(2)
+    for index in rng.choice(len(rows), size=min(sample, len(rows)), replace=False):
+        row = rows[index]
+        target = set(sets[row["image_id"]])
+        pool = [
+            image
+            for image in image_ids
+            if image != row["image_id"]
+            and (decoy_pool == "all" or split_of[image] == split_of[row["image_id"]])
+        ]
+        keys = {image: (-len(target & sets[image]), len(sets[image] - target)) for image in pool}
+        for decoy_image in row["decoy_image_ids"]:
+            better = sum(key < keys[decoy_image] for key in keys.values())
+            assert better < DRAWN, (row["example_id"], decoy_image)

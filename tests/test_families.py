@@ -3,6 +3,7 @@
 import json
 import os
 
+from pipelines.make_corpus import main as make_corpus
 from pipelines.options import GenerateOptions
 from tests.conftest import SMALL, generated
 from tests.dataset_checks import check_dataset
@@ -23,3 +24,20 @@ def test_madlibs_easy_has_four_options_of_other_images(synthetic_corpus, tmp_pat
     with open(os.path.join(options.output, "statistics.json")) as handle:
         statistics = json.load(handle)
     assert statistics["options_per_instance"] == 4
+
+
+def test_madlibs_hard_decoys_come_from_the_images_closest_to_the_targets_objects(tmp_path):
+    corpus = str(tmp_path / "captions_synthetic.json")
+    instances = str(tmp_path / "instances_synthetic.json")
+    make_corpus(
+        ["--output", corpus, "--num_images", "300", "--seed", "0", "--instances", instances]
+    )
+    for objects in (instances, ""):
+        options = family_dataset(
+            corpus, str(tmp_path / f"hard{bool(objects)}"), "madlibs_hard", objects=objects
+        )
+        rows = check_dataset(options, sample=20)
+        with open(os.path.join(options.output, "statistics.json")) as handle:
+            report = json.load(handle)["strategy"]["same_objects"]
+        assert report["decoys"] == 3 * sum(len(split) for split in rows.values())
+        assert report["sharing_at_least_one_object"] > 0.9

@@ -144,6 +144,16 @@ def search(
     return candidates, sim_pv
 
 
+def pool_similarities(pool: Pool, targets: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """simPV of each target (B,) to its candidates (B, N, corpus rows, -1 padded: 0 there),
+    from the vectors the pool's index holds: for finders that choose candidates otherwise."""
+    local = np.searchsorted(pool.rows, np.maximum(candidates, 0)).ravel()
+    vectors = pool.index.reconstruct_batch(local).reshape(*candidates.shape, -1)
+    queries = pool.index.reconstruct_batch(np.searchsorted(pool.rows, targets))
+    sims = np.einsum("bkd,bd->bk", vectors, queries)
+    return np.where(candidates >= 0, sims, 0.0).astype(np.float64)
+
+
 def shard_ranges(ref: CorpusRef, shard_size: int):
     for start in range(0, ref.size, shard_size):
         yield ref.directory, start, min(start + shard_size, ref.size)

@@ -75,9 +75,18 @@ class Corpus:
     text_id: np.ndarray  # int64 per row: equal ids <=> equal normalised text
     image_rows: np.ndarray  # int64: rows grouped by image, image k's at image_offsets[k:k + 2]
     image_offsets: np.ndarray  # int64 (images + 1,)
+    directory: str = ""  # where it was loaded from; files strategies add sit beside its own
 
     def __len__(self) -> int:
         return len(self.split_of)
+
+    def image_ids(self) -> np.ndarray:
+        """Image ids by dense image index (``image_of``'s values)."""
+        return np.unique(self.captions["image_id"])
+
+    def rows_of_image(self, image: int) -> np.ndarray:
+        """The rows of image ``image`` (a dense index)."""
+        return self.image_rows[self.image_offsets[image] : self.image_offsets[image + 1]]
 
     def caption(self, row: int) -> Caption:
         return Caption(*(self.captions[name][row] for name in CAPTION_COLUMNS))
@@ -143,6 +152,7 @@ def make_corpus(
     embeddings: np.ndarray | None,
     ngrams: NgramTable,
     closeness: np.ndarray | None = None,
+    directory: str = "",
 ) -> Corpus:
     """``closeness``: :func:`own_closeness`, computed from ``embeddings`` when not given."""
     _, image_of = np.unique(captions["image_id"], return_inverse=True)
@@ -161,6 +171,7 @@ def make_corpus(
         text_id=text_id.astype(np.int64),
         image_rows=image_rows.astype(np.int64),
         image_offsets=image_offsets.astype(np.int64),
+        directory=directory,
     )
 
 
@@ -216,6 +227,7 @@ def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
             vocab_size=int(ngrams["vocab_size"]),
         ),
         read_npy(FileSystems.join(directory, "own_closeness.npy")),
+        directory,
     )
     logging.info("loaded corpus of %d captions from %s", len(corpus), directory)
     return corpus

@@ -159,6 +159,18 @@ def _decoy_means(statistics: dict) -> str:
     return "\n".join(rows)
 
 
+def _strategy_report(statistics: dict) -> str:
+    """The strategy's own measures (``DecoyStrategy.report``), one line each."""
+    lines = [
+        f"- {measure.replace('_', ' ')}: {value:,.3f}"
+        if isinstance(value, float)
+        else f"- {measure.replace('_', ' ')}: {value:,}"
+        for section in statistics.get("strategy", {}).values()
+        for measure, value in section.items()
+    ]
+    return "\n".join(lines)
+
+
 def _audit(statistics: dict) -> str:
     audit = statistics.get("text_only_audit", {})
     if "verdict" not in audit:
@@ -253,6 +265,8 @@ Skipped captions and what the validity rules turned away:
 ## Decoys
 
 {_decoy_means(statistics)}
+
+{_strategy_report(statistics)}
 
 {figures}
 

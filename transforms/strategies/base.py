@@ -77,6 +77,12 @@ class DecoyStrategy(beam.PTransform):
         self.corpus = SharedCorpus(Shared(), config.decoy_pool, config.index)
 
     @classmethod
+    def report(cls, directory: str) -> dict:
+        """What statistics.json says about this strategy's decoys beyond the common measures,
+        read from the written version ``directory``; nothing by default."""
+        return {}
+
+    @classmethod
     def resolve_pool(cls, config: StrategyConfig) -> StrategyConfig:
         return dataclasses.replace(config, decoy_pool=config.decoy_pool or cls.pools[0])
 

@@ -185,10 +185,14 @@ class ChoosingStrategy(DecoyStrategy):
     def finder(self) -> Finder:
         raise NotImplementedError
 
+    def prepare(self, corpus_ref: beam.PCollection) -> beam.PCollection:
+        """A global step the finder needs first (e.g. files beside the corpus); none here."""
+        return corpus_ref
+
     def expand(self, corpus_ref):
         config = self.config
         return (
-            corpus_ref
+            self.prepare(corpus_ref)
             | "FindNeighbourhoods" >> self.find_neighbourhoods(self.finder())
             | "ChooseDecoys"
             >> ChooseDecoys(

@@ -2,14 +2,42 @@
 
 ``--decoys madlibs_easy``: three captions drawn at random from other images
 (the ``random`` strategy with four options). ``--decoys madlibs_hard``: three
-captions of other images that contain the same objects as the target's image
-(:mod:`transforms.language.objects` defines "same objects" and where objects
-come from: ``--objects`` instance files, else the captions through a lexicon).
-Both keep the validity rules: a decoy never copies, or nearly copies, a caption
-of the target's image.
+captions of other images that contain the same objects as the target's image.
+:mod:`transforms.language.objects` defines "same objects" (most shared COCO
+categories, then fewest others, ties at random by seed) and where objects come
+from: ``--objects`` instance files, else the captions through its lexicon. A
+global step writes every image's objects beside the corpus; each target then
+takes the ``DRAWN`` closest images of its pool in that order, one caption of each
+(seeded), and keeps the first three that pass the validity rules.
 """
 
-from transforms.strategies.random_decoys import RandomDecoys
+import dataclasses
+import logging
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.layout import PARQUET, shard_pattern
+from transforms.corpus.neighbours import Finder, Pool, pool_similarities
+from transforms.corpus.read import expand_inputs
+from transforms.corpus.split import SPLITS
+from transforms.corpus.store import Corpus, CorpusRef, load_corpus, npy_bytes, read_npy
+from transforms.errors import InputError
+from transforms.files import read_parquet_files, write_file
+from transforms.language.objects import (
+    image_objects,
+    object_matrix,
+    rank_same_objects,
+    read_instances,
+    tie_keys,
+)
+from transforms.seeds import keyed_rng
+from transforms.strategies.choose import ChoosingStrategy
+from transforms.strategies.random_decoys import RandomDecoys, in_drawn_order
+
+OBJECTS_FILE = "objects.npy"  # beside the corpus: images (dense index) x 80 COCO categories
+DRAWN = 12  # closest images per target: three valid captions among them on any real corpus
 
 
 class MadlibsEasy(RandomDecoys):
@@ -20,3 +48,130 @@ class MadlibsEasy(RandomDecoys):
         "text-only at chance, easy for image models"
     )
     filterable = False
+
+
+def objects_of_images(corpus: Corpus, objects: str) -> np.ndarray:
+    """Images x 80: from the instance files ``objects`` names, else from the captions."""
+    image_ids = corpus.image_ids()
+    if not objects:
+        captions = [[] for _ in image_ids]
+        for text, image in zip(corpus.captions["text"], corpus.image_of, strict=True):
+            captions[image].append(text.split())
+        return object_matrix(image_objects(tokens) for tokens in captions)
+    paths = expand_inputs(objects)
+    annotated = read_instances(paths)
+    missing = [image_id for image_id in image_ids if image_id not in annotated]
+    if missing:
+        raise InputError(
+            f"--objects {', '.join(paths)}: {len(missing)} of {len(image_ids)} images of the "
+            f"captions are in no instances file (e.g. image ids {', '.join(missing[:5])}): "
+            "give the instances files of the same images"
+        )
+    return object_matrix(annotated[image_id] for image_id in image_ids)
+
+
+def write_objects(ref: CorpusRef, *, objects: str) -> CorpusRef:
+    """The global step: every image's objects, written once beside the corpus."""
+    corpus = load_corpus(ref.directory, embeddings=False)
+    matrix = objects_of_images(corpus, objects)
+    write_file(FileSystems.join(ref.directory, OBJECTS_FILE), npy_bytes(matrix))
+    logging.info(
+        "objects of %d images from %s; %d have none",
+        len(matrix),
+        objects or "the captions",
+        int((~matrix.any(axis=1)).sum()),
+    )
+    return ref
+
+
+@dataclasses.dataclass
+class SameObjects:
+    """The finder: each target's candidates, captions of the images closest to its objects."""
+
+    seed: int
+    drawn: int
+    _pools: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    def pool_objects(self, corpus: Corpus, pool: Pool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the pool's images, their objects, their tie keys), loaded once per pool."""
+        key = (corpus.directory, int(pool.rows[0]), len(pool.rows))
+        if key not in self._pools:
+            images = np.unique(corpus.image_of[pool.rows])
+            matrix = read_npy(FileSystems.join(corpus.directory, OBJECTS_FILE))[images]
+            ties = tie_keys(corpus.image_ids()[images].tolist(), self.seed)
+            self._pools[key] = (images, matrix, ties)
+        return self._pools[key]
+
+    def __call__(self, corpus: Corpus, pool: Pool, targets: np.ndarray):
+        images, matrix, ties = self.pool_objects(corpus, pool)
+        positions = np.searchsorted(images, corpus.image_of[targets])
+        unique, inverse = np.unique(positions, return_inverse=True)
+        ranked = rank_same_objects(unique, matrix, ties, k=min(self.drawn, len(images) - 1))
+        candidates = np.full((len(targets), ranked.candidates.shape[1]), -1, dtype=np.int64)
+        for b, target in enumerate(targets.tolist()):
+            rng = keyed_rng(self.seed, f"madlibs_hard {corpus.captions['caption_id'][target]}")
+            for j, image in enumerate(images[ranked.candidates[inverse[b]]].tolist()):
+                rows = corpus.rows_of_image(image)
+                candidates[b, j] = rows[rng.integers(len(rows))]
+        return candidates, pool_similarities(pool, targets, candidates)
+
+
+def same_objects_report(directory: str) -> dict:
+    """How often "same objects" was met, from the written instances: per decoy, whether its
+    image has exactly the target image's categories, and how many of them it shares."""
+    corpus = FileSystems.join(directory, "corpus")
+    objects = read_npy(FileSystems.join(corpus, OBJECTS_FILE))
+    [captions] = read_parquet_files(FileSystems.join(corpus, "captions.parquet"), ["image_id"])
+    image_ids = np.unique(captions.column("image_id").to_numpy(zero_copy_only=False))
+    targets, decoys = [], []
+    for split in SPLITS:
+        pattern = shard_pattern(directory, PARQUET, split)
+        for table in read_parquet_files(pattern, ["image_id", "decoy_image_ids"]):
+            for image, others in zip(*table.to_pydict().values(), strict=True):
+                targets += [image] * len(others)
+                decoys += others
+    if not decoys:
+        return {"decoys": 0}
+    target = objects[np.searchsorted(image_ids, targets)]
+    decoy = objects[np.searchsorted(image_ids, decoys)]
+    shared = (target & decoy).sum(axis=1)
+    return {
+        "decoys": len(decoys),
+        "exactly_the_same_objects": float((target == decoy).all(axis=1).mean()),
+        "sharing_at_least_one_object": float((shared > 0).mean()),
+        "mean_shared_objects": float(shared.mean()),
+        "mean_target_objects": float(target.sum(axis=1).mean()),
+        "instances_whose_image_has_no_objects": float((~target.any(axis=1)).mean()),
+    }
+
+
+class MadlibsHard(ChoosingStrategy):
+    name = "madlibs_hard"
+    num_options = 4
+    summary = (
+        "Visual Madlibs' hard multiple choice: 3 captions of other images with the same "
+        "objects (--objects, else the captions' COCO categories)"
+    )
+    pools = ("split", "all")
+    limitations = (
+        "Images with the same objects are often described alike, so some decoys may also fit "
+        "the target's image (the validity rules remove copies and near-copies only). Without "
+        "--objects, an image's objects are the COCO categories its captions name, a subset of "
+        "what is in it. statistics.json reports how often the decoys' images have exactly the "
+        "target image's objects."
+    )
+    references = ("yu2015",)
+    reads_objects = True
+    invariants = ("same_objects",)
+
+    prefer = staticmethod(in_drawn_order)
+
+    @classmethod
+    def report(cls, directory: str) -> dict:
+        return {"same_objects": same_objects_report(directory)}
+
+    def prepare(self, corpus_ref):
+        return corpus_ref | "ImageObjects" >> beam.Map(write_objects, objects=self.config.objects)
+
+    def finder(self) -> Finder:
+        return SameObjects(seed=self.config.seed, drawn=DRAWN)

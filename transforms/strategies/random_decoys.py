@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from transforms.corpus.neighbours import Finder, Pool
+from transforms.corpus.neighbours import Finder, Pool, pool_similarities
 from transforms.corpus.store import Corpus
 from transforms.seeds import keyed_rng
 from transforms.strategies.choose import ChoosingStrategy
@@ -31,11 +31,7 @@ def draw(
         rng = keyed_rng(seed, f"random decoys of {corpus.captions['caption_id'][target]}")
         drawn = draw_others(corpus, pool, int(target), count, rng)
         candidates[b, : len(drawn)] = drawn
-    local = np.searchsorted(pool.rows, np.maximum(candidates, 0)).ravel()
-    vectors = pool.index.reconstruct_batch(local).reshape(*candidates.shape, -1)
-    queries = pool.index.reconstruct_batch(np.searchsorted(pool.rows, targets))
-    sims = np.einsum("bkd,bd->bk", vectors, queries)
-    return candidates, np.where(candidates >= 0, sims, 0.0).astype(np.float64)
+    return candidates, pool_similarities(pool, targets, candidates)
 
 
 def draw_others(

@@ -2,12 +2,19 @@
 
 from transforms.strategies.base import DecoyStrategy
 from transforms.strategies.closed_sets import ClosedSets
-from transforms.strategies.madlibs import MadlibsEasy
+from transforms.strategies.madlibs import MadlibsEasy, MadlibsHard
 from transforms.strategies.mcic import Mcic
 from transforms.strategies.random_decoys import RandomDecoys
 
 STRATEGIES: dict[str, type[DecoyStrategy]] = {
-    strategy.name: strategy for strategy in (ClosedSets, Mcic, RandomDecoys, MadlibsEasy)
+    strategy.name: strategy
+    for strategy in (
+        ClosedSets,
+        Mcic,
+        RandomDecoys,
+        MadlibsEasy,
+        MadlibsHard,
+    )
 }
 DEFAULT_STRATEGY = "closed_sets"
 
