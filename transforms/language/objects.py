@@ -20,7 +20,12 @@ depends only on (seed, target image, candidate image). The target's own image
 is never a candidate. A candidate meets the definition exactly when T == S; few
 targets have three such images when S is large, so the ranking also says, per
 candidate, whether it is exact, and callers report how often it is. An image
-with no objects (S empty) is closest to the other images with none.
+with no objects (S empty) is closest to the other images with none. For a
+corpus of 124,000 images (COCO train+val 2014) the ranking takes about 2 ms
+per target on one core (4 minutes for all; measured on 2,048 targets, 2026-11-23):
+
+    matrix = object_matrix(objects[image_id] for image_id in image_ids)
+    ranked = rank_same_objects(targets, matrix, tie_keys(image_ids, seed), k=3)
 
 The lexicon (:data:`LEXICON`) maps a phrase of one to three normalised tokens
 (``transforms.corpus.normalize.normalize_caption``) to categories; a caption is
@@ -47,9 +52,10 @@ words of COCO val2017's captions. Ambiguous words, and what was decided:
   those things.
 - "skier", "surfer", "skateboarder", "snowboarder": a person and their board or
   skis; "skiing", "surfing", ... the skis or board.
-- "bus stop": nothing (usually no bus); "toilet bowl": a toilet, not a bowl.
+- "bus stop": nothing (usually no bus); "toilet bowl": a toilet, not a bowl;
+  "cup cake": a cake, not a cup.
 - Not mapped, too ambiguous: "pitcher", "board", "light", "sign", "meter",
-  "glove", "bag", "couple", "computer", "plate", "cup" inside "cup cake".
+  "glove", "bag", "couple", "computer", "desk", "plate".
 """
 
 from collections.abc import Iterable, Mapping, Sequence
