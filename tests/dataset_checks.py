@@ -268,6 +268,8 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
         )
     if "same_objects" in strategy.invariants:
         check_same_objects(output, corpus, every, options.objects, decoy_pool, sample=sample)
+    if "forced_choice" in strategy.invariants:
+        check_forced_choice(corpus, every, strategy.name)
     if "closed_sets" in strategy.invariants:
         for split in SPLITS:
             check_closed_sets(rows[split])
@@ -340,3 +342,49 @@ def check_same_objects(
         for decoy_image in row["decoy_image_ids"]:
             better = sum(key < keys[decoy_image] for key in keys.values())
             assert better < DRAWN, (row["example_id"], decoy_image)
+
+
+def is_span(part: list[str], whole: list[str]) -> bool:
+    """Whether ``part`` is a contiguous run of ``whole``'s tokens."""
+    return any(whole[i : i + len(part)] == part for i in range(len(whole) - len(part) + 1))
+
+
+def one_span_replaced(edited: list[str], original: list[str]) -> bool:
+    """Whether ``edited`` is ``original`` with one contiguous run of tokens replaced."""
+    prefix = 0
+    while prefix < min(len(edited), len(original)) and edited[prefix] == original[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < min(len(edited), len(original)) - prefix
+        and edited[-1 - suffix] == original[-1 - suffix]
+    ):
+        suffix += 1
+    return edited != original and prefix + suffix < min(len(edited), len(original)) + 1
+
+
+def check_forced_choice(corpus: list[dict], rows: list[dict], task: str) -> None:
+    """Each task's construction rule (Hodosh & Hockenmaier 2016, section 3), on every instance."""
+    caption = {c["caption_id"]: c for c in corpus}
+    for row in rows:
+        target = caption[row["target_caption_id"]]
+        text = target["text"].split()
+        label, [decoy_source], [edit] = row["label"], row["decoy_caption_ids"], row["decoy_edits"]
+        answer = row["options"][label].split()
+        decoy = row["options"][1 - label].split()
+        assert bool(row["option_edits"][label]) == (task == "just_scene_plus"), row
+        assert answer == text or (task == "just_scene_plus" and is_span(answer, text)), row
+        if task in ("share_person", "share_scene", "just_scene_plus"):
+            source = caption[decoy_source]
+            assert not edit and source["text"].split() == decoy, row
+            assert source["split"] == "train" and source["image_id"] != target["image_id"]
+            if task == "just_scene_plus":
+                assert answer[-1] in decoy, row  # the scene's head word
+            continue
+        assert edit.startswith(f"{task}:") and decoy_source == target["caption_id"], row
+        if task == "switch_people":
+            assert sorted(decoy) == sorted(text) and decoy != text, row
+        elif task.startswith("replace_"):
+            assert one_span_replaced(decoy, text), row
+        else:
+            assert is_span(decoy, text) and len(decoy) < len(text), row
