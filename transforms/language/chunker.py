@@ -149,9 +149,13 @@ def _is_verb(tokens: Sequence[str], index: int) -> bool:
 
 
 def _is_person_head(tokens: Sequence[str], index: int) -> bool:
-    """Not the modifier of a compound: "a baby elephant", "a man s hat", "a male tennis player"."""
+    """Not a modifier: "a baby elephant", "a man s hat", "a clown suit", "a male tennis player"."""
     following = tokens[index + 1] if index + 1 < len(tokens) else ""
-    if following in PERSON_COMPOUND_NEXT or following in PERSON_FORMS:
+    if (
+        following in PERSON_COMPOUND_NEXT
+        or following in PERSON_FORMS
+        or following in CLOTHING_FORMS
+    ):
         return False
     if following == "of" and tokens[index] in CONTAINERS:
         return False
