@@ -170,7 +170,7 @@ PERSON_COMPOUND_NEXT = _words(
 CONTAINERS = _words(
     """
     glass glasses bottle bottles cup cups bowl bowls pitcher jug pile piles bucket buckets
-    bag bags jar jars can cans mug mugs splash spray pot patch clump bunch pool puddle body
+    bag bags jar jars can cans mug mugs splash spray pot patch clump bunch pool puddle
     drop drops pieces piece chunk chunks block blocks
     """
 )
