@@ -38,9 +38,15 @@ at most one item per task, built on its main mention.
 Choices among several candidates use the caller's ``numpy.random.Generator``
 (one per target), over lists sorted independently of the order of the train
 split, so a fixed seed gives the same items on any runner.
+
+How many items each task can build from a corpus, every caption being both
+train and target (:func:`task_counts`):
+
+python -m transforms.language.forced_choice ../shared/data/coco/captions_val2017.json
 """
 
 import bisect
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +54,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from schemas.records import caption_order
+from transforms.corpus.normalize import normalize_caption
+from transforms.corpus.read import parse_captions
+from transforms.files import read_file
 from transforms.language.chunker import KINDS, PERSON, SCENE, Chunk, chunk, chunk_text
 from transforms.seeds import keyed_rng
 
@@ -407,3 +417,23 @@ def task_counts(
             result = task(str(caption_id), str(image_id), tokens, chunks, context, rng)
             counts[name]["built" if isinstance(result, Constructed) else result] += 1
     return counts
+
+
+def corpus_captions(path: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(caption id, image id, tokens) of a corpus file, normalised and de-duplicated per image
+    as the pipeline does (``normalize.NormalizeCaptions``)."""
+    raw = sorted(parse_captions(path, read_file(path)), key=lambda c: caption_order(c.caption_id))
+    seen, captions = set(), []
+    for caption in raw:
+        tokens = normalize_caption(caption.caption)
+        if tokens and (caption.image_id, tokens) not in seen:
+            seen.add((caption.image_id, tokens))
+            captions.append((caption.caption_id, caption.image_id, tokens))
+    return captions
+
+
+if __name__ == "__main__":
+    captions = corpus_captions(sys.argv[1])
+    print(f"{len(captions)} captions")
+    for name, counts in task_counts(captions).items():
+        print(f"{name}: " + ", ".join(f"{why} {n}" for why, n in counts.most_common()))
