@@ -93,6 +93,14 @@ def test_replace_person_never_uses_a_head_that_shares_an_image(context):
     assert heads == {"woman", "lady", "chef"}
 
 
+def test_replace_person_with_a_threshold_on_shared_images():
+    """With min_images=2 the one image where "man" and "guy" meet is not enough to relate them."""
+    context = TaskContext.build(rows(TRAIN), min_images=2)
+    edits = {build("replace_person", "a man riding a horse", context, seed) for seed in range(60)}
+    replacements = {edit.distractor_edit.split(" -> ")[1] for edit in edits}
+    assert replacements == {"'a guy'", "'a woman'", "'a lady'", "'a chef'"}
+
+
 def test_replace_keeps_the_number_and_skips_when_nothing_is_left(context):
     built = build("replace_person", "three men on a boat", context)
     assert built.distractor_text == "two surfers on a boat"
