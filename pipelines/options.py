@@ -162,6 +162,13 @@ class GenerateOptions:
         group=Group.DECOYS,
         empty_means="objects read from the captions through the COCO-category lexicon",
     )
+    cooccurrence_images: int = _option(
+        1,
+        "replace_person/replace_scene: two head words co-occur (and never replace each other) "
+        "when the captions of at least this many train images use both; 1 is the paper's rule, "
+        "which on large corpora relates frequent heads such as 'man' to nearly every other",
+        group=Group.DECOYS,
+    )
     score_lambda: float = _option(
         0.3, "lambda of Score = lambda*simPV + (1-lambda)*simSURF", group=Group.DECOYS
     )
@@ -297,6 +304,7 @@ class GenerateOptions:
             set_search_depth=self.set_search_depth,
             set_memberships=self.set_memberships,
             objects=self.objects,
+            cooccurrence_images=self.cooccurrence_images,
             adversarial_rounds=self.adversarial_rounds,
             adversarial_reserve=self.adversarial_reserve,
         )
@@ -355,6 +363,7 @@ class GenerateOptions:
             "batch_size",
             "set_memberships",
             "set_search_depth",
+            "cooccurrence_images",
         ):
             if getattr(self, name) < 1:
                 problems.append(f"--{name} must be >= 1")

@@ -1,6 +1,7 @@
 """Datasets generated once per test session and shared by the tests that check them."""
 
 import dataclasses
+import json
 import os
 
 import pytest
@@ -61,6 +62,24 @@ def coco_dataset(tmp_path_factory) -> tuple[str, GenerateOptions]:
     assert os.path.exists(COCO_VAL2017), f"{COCO_VAL2017} is missing: ../shared must sit beside"
     options = GenerateOptions(input=COCO_VAL2017, output=str(tmp_path_factory.mktemp("coco")))
     return generated(options)
+
+
+@pytest.fixture(scope="session")
+def coco_subset(tmp_path_factory) -> str:
+    """The first 600 images of COCO val2017 with their captions, as a file in a temporary
+    folder: real caption language (two people, scenes) at a test's size."""
+    with open(COCO_VAL2017, encoding="utf-8") as handle:
+        document = json.load(handle)
+    images = document["images"][:600]
+    kept = {image["id"] for image in images}
+    subset = {
+        **document,
+        "images": images,
+        "annotations": [a for a in document["annotations"] if a["image_id"] in kept],
+    }
+    path = tmp_path_factory.mktemp("coco_subset") / "captions_val2017_subset.json"
+    path.write_text(json.dumps(subset), encoding="utf-8")
+    return str(path)
 
 
 TRAINING = {**SMALL, "n_dev": 100, "n_test": 100}

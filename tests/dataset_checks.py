@@ -20,6 +20,8 @@ from pipelines.versions import verify_version
 from schemas.instance import MCIC_OPTIONS, parse_mcic_line
 from schemas.layout import MCIC, PARQUET, TFRECORD, shard_pattern
 from tests.tfrecord_reader import parse_example, read_records
+from transforms.language.chunker import PERSON, SCENE, chunk
+from transforms.language.forced_choice import TaskContext, main_chunk
 from transforms.language.objects import CATEGORIES, image_objects, read_instances
 from transforms.strategies.madlibs import DRAWN, OBJECTS_FILE
 from transforms.strategies.registry import STRATEGIES
@@ -269,7 +271,7 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
     if "same_objects" in strategy.invariants:
         check_same_objects(output, corpus, every, options.objects, decoy_pool, sample=sample)
     if "forced_choice" in strategy.invariants:
-        check_forced_choice(corpus, every, strategy.name)
+        check_forced_choice(corpus, every, strategy.name, options.cooccurrence_images)
     if "closed_sets" in strategy.invariants:
         for split in SPLITS:
             check_closed_sets(rows[split])
@@ -349,42 +351,46 @@ def is_span(part: list[str], whole: list[str]) -> bool:
     return any(whole[i : i + len(part)] == part for i in range(len(whole) - len(part) + 1))
 
 
-def one_span_replaced(edited: list[str], original: list[str]) -> bool:
-    """Whether ``edited`` is ``original`` with one contiguous run of tokens replaced."""
-    prefix = 0
-    while prefix < min(len(edited), len(original)) and edited[prefix] == original[prefix]:
-        prefix += 1
-    suffix = 0
-    while (
-        suffix < min(len(edited), len(original)) - prefix
-        and edited[-1 - suffix] == original[-1 - suffix]
-    ):
-        suffix += 1
-    return edited != original and prefix + suffix < min(len(edited), len(original)) + 1
-
-
-def check_forced_choice(corpus: list[dict], rows: list[dict], task: str) -> None:
-    """Each task's construction rule (Hodosh & Hockenmaier 2016, section 3), on every instance."""
+def check_forced_choice(
+    corpus: list[dict], rows: list[dict], task: str, cooccurrence_images: int
+) -> None:
+    """Each task's construction rule (Hodosh & Hockenmaier 2016, section 3), on every instance,
+    in terms of the chunker's mentions (its own precision is measured separately)."""
     caption = {c["caption_id"]: c for c in corpus}
+    kind = SCENE if "scene" in task else PERSON
+    context = TaskContext.build(
+        (
+            (c["caption_id"], c["image_id"], c["text"].split())
+            for c in corpus
+            if c["split"] == "train"
+        ),
+        min_images=cooccurrence_images,
+    )
     for row in rows:
         target = caption[row["target_caption_id"]]
         text = target["text"].split()
         label, [decoy_source], [edit] = row["label"], row["decoy_caption_ids"], row["decoy_edits"]
-        answer = row["options"][label].split()
-        decoy = row["options"][1 - label].split()
+        answer, decoy = row["options"][label].split(), row["options"][1 - label].split()
+        main = main_chunk(chunk(text), kind)
+        assert main is not None, row
+        mention = text[main.start : main.end]
         assert bool(row["option_edits"][label]) == (task == "just_scene_plus"), row
-        assert answer == text or (task == "just_scene_plus" and is_span(answer, text)), row
+        assert answer == (mention if task == "just_scene_plus" else text), row
         if task in ("share_person", "share_scene", "just_scene_plus"):
             source = caption[decoy_source]
             assert not edit and source["text"].split() == decoy, row
             assert source["split"] == "train" and source["image_id"] != target["image_id"]
-            if task == "just_scene_plus":
-                assert answer[-1] in decoy, row  # the scene's head word
+            assert main_chunk(chunk(decoy), kind).lemma == main.lemma, row
             continue
         assert edit.startswith(f"{task}:") and decoy_source == target["caption_id"], row
         if task == "switch_people":
             assert sorted(decoy) == sorted(text) and decoy != text, row
-        elif task.startswith("replace_"):
-            assert one_span_replaced(decoy, text), row
-        else:
-            assert is_span(decoy, text) and len(decoy) < len(text), row
+        elif task.startswith("just_"):
+            assert decoy == mention, row
+        else:  # replace: the mention alone differs, by a train mention of an unrelated head
+            end = len(decoy) - (len(text) - main.end)
+            assert decoy[: main.start] == text[: main.start] and decoy[end:] == text[main.end :]
+            inserted = " ".join(decoy[main.start : end])
+            drawable = context.mentions[kind, main.plural]
+            [lemma] = [lemma for lemma, (texts, _) in drawable.items() if inserted in texts]
+            assert lemma not in context.cooccurring[kind].get(main.lemma, ()), row

@@ -3,6 +3,8 @@
 import json
 import os
 
+import pytest
+
 from pipelines.make_corpus import main as make_corpus
 from pipelines.options import GenerateOptions
 from tests.conftest import SMALL, generated
@@ -41,3 +43,17 @@ def test_madlibs_hard_decoys_come_from_the_images_closest_to_the_targets_objects
             report = json.load(handle)["strategy"]["same_objects"]
         assert report["decoys"] == 3 * sum(len(split) for split in rows.values())
         assert report["sharing_at_least_one_object"] > 0.9
+
+
+@pytest.mark.parametrize("task", [name for name, s in STRATEGIES.items() if s.num_options == 2])
+def test_each_forced_choice_task_builds_two_option_instances_by_its_rule(
+    coco_subset, tmp_path, task
+):
+    options = family_dataset(coco_subset, str(tmp_path), task)
+    rows = check_dataset(options, sample=10)
+    built = sum(len(split) for split in rows.values())
+    with open(os.path.join(options.output, "statistics.json")) as handle:
+        statistics = json.load(handle)
+    assert built >= 10, statistics["skipped"]
+    edited = sum(statistics["splits"][split]["edited_decoys"] for split in rows)
+    assert edited == (0 if task.startswith("share") or task == "just_scene_plus" else built)

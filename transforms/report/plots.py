@@ -83,15 +83,17 @@ def skipped(statistics: dict) -> bytes:
 
 
 def dataset_plots(statistics: dict) -> dict[str, tuple[str, bytes]]:
-    """What ``generate`` writes beside the card: file name -> (caption, PNG bytes)."""
-    return {
-        "decoy_similarities.png": (
+    """What ``generate`` writes beside the card: file name -> (caption, PNG bytes); the decoy
+    similarities only when some decoy has them (edited decoys have none)."""
+    plots = {}
+    if statistics["decoys"]["sim_pv"]["count"]:
+        plots["decoy_similarities.png"] = (
             "Decoy similarities per split",
             decoy_similarities(statistics),
-        ),
-        "split_sizes.png": ("Split sizes", split_sizes(statistics)),
-        "skipped.png": ("Skipped captions and validity rejections", skipped(statistics)),
-    }
+        )
+    plots["split_sizes.png"] = ("Split sizes", split_sizes(statistics))
+    plots["skipped.png"] = ("Skipped captions and validity rejections", skipped(statistics))
+    return plots
 
 
 def _model_label(row: dict) -> str:

@@ -2,6 +2,7 @@
 
 from transforms.strategies.base import DecoyStrategy
 from transforms.strategies.closed_sets import ClosedSets
+from transforms.strategies.forced_choice import TASK_STRATEGIES
 from transforms.strategies.madlibs import MadlibsEasy, MadlibsHard
 from transforms.strategies.mcic import Mcic
 from transforms.strategies.random_decoys import RandomDecoys
@@ -14,6 +15,7 @@ STRATEGIES: dict[str, type[DecoyStrategy]] = {
         RandomDecoys,
         MadlibsEasy,
         MadlibsHard,
+        *TASK_STRATEGIES,
     )
 }
 DEFAULT_STRATEGY = "closed_sets"

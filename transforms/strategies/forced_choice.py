@@ -1,0 +1,299 @@
+"""Hodosh & Hockenmaier 2016's eight binary forced-choice tasks: the target and one distractor.
+
+Each task is a strategy of its own (``--decoys switch_people`` ...); what they
+share is here, the language of each (chunks, the edits, which training caption
+or chunk is taken) is in :mod:`transforms.language.forced_choice`. Distractors
+come from the train split, whatever the target's split: the paper draws them
+from Flickr30k's training portion.
+
+A distractor is either a caption of another image (share person, share scene,
+just scene (+)), which must pass the validity rules as any decoy does, or text
+built from the target's own caption (switch, replace, just person, just scene),
+carried with its source caption and the edit. The near-copy rules cannot apply
+to an edit, which is near its caption by design (just person is a substring of
+it), so an edit must only differ from every caption of the target's image.
+
+Stages: targets in shards (parallel); every worker process chunks the train
+split once for the tasks' context (``SharedTasks``).
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.metrics import Metrics
+from apache_beam.utils.shared import Shared
+
+from schemas.records import SKIPPED, Decoy, Selection, Skip
+from transforms.corpus.neighbours import shard_ranges
+from transforms.corpus.split import SPLITS
+from transforms.corpus.store import Corpus, load_corpus
+from transforms.corpus.surface import sim_surf_batch
+from transforms.language.chunker import chunk
+from transforms.language.forced_choice import TASKS, Constructed, TaskContext
+from transforms.progress import Progress, timed
+from transforms.seeds import keyed_rng
+from transforms.strategies.base import DecoyStrategy, StrategyConfig
+from transforms.strategies.scoring import score
+from transforms.strategies.validity import RejectionCounters, choose_valid
+
+NOT_SCORED = float("nan")  # an edited distractor has no PV vector: no simPV, simSURF or Score
+REPEATS = "decoys/distractor_repeats_the_target"
+COPIES = "decoys/edit_copies_a_caption_of_the_image"
+INVALID = "decoys/distractor_fails_the_validity_rules"
+
+
+@dataclass
+class TaskSources:
+    """What every target of a process needs: the corpus and the tasks' train-split context."""
+
+    corpus: Corpus
+    row_of: dict[str, int]  # caption id -> corpus row
+    context: TaskContext
+
+
+def load_sources(directory: str, cooccurrence_images: int) -> TaskSources:
+    corpus = load_corpus(directory)
+    train = np.flatnonzero(corpus.split_of == SPLITS.index("train"))
+    captions = corpus.captions
+    train_captions = (
+        (captions["caption_id"][row], captions["image_id"][row], captions["text"][row].split())
+        for row in train.tolist()
+    )
+    context = TaskContext.build(train_captions, min_images=cooccurrence_images)
+    row_of = {caption_id: row for row, caption_id in enumerate(captions["caption_id"])}
+    return TaskSources(corpus, row_of, context)
+
+
+@dataclass(frozen=True)
+class SharedTasks:
+    """The one TaskSources of a worker process (as ``neighbours.SharedCorpus``)."""
+
+    shared: Shared
+    cooccurrence_images: int
+
+    def acquire(self, directory: str) -> TaskSources:
+        return self.shared.acquire(
+            lambda: load_sources(directory, self.cooccurrence_images),
+            tag=f"tasks|{directory}|{self.cooccurrence_images}",
+        )
+
+
+def copies_an_image_caption(corpus: Corpus, target: int, text: str) -> bool:
+    rows = corpus.rows_of_image(int(corpus.image_of[target]))
+    return any(corpus.captions["text"][row] == text for row in rows.tolist())
+
+
+class _Construct(beam.DoFn):
+    def __init__(self, task: str, sources: SharedTasks, config: StrategyConfig):
+        self._task, self._sources, self._seed = task, sources, config.seed
+        self._lam, self._rules = config.score_lambda, config.rules
+        self._scratch = self._progress = self._rejections = None
+
+    def setup(self):
+        self._rejections = RejectionCounters()
+
+    def process(self, shard: tuple[str, int, int]) -> Iterator:
+        directory, start, end = shard
+        sources = self._sources.acquire(directory)
+        if self._scratch is None:
+            self._scratch = sources.corpus.ngrams.scratch()  # per DoFn instance: not thread-safe
+            self._progress = Progress("decoys", "targets", len(sources.corpus))
+        with timed("decoys", "construct"):
+            built = [(row, self._construct(sources, row)) for row in range(start, end)]
+            outputs = list(self._selections(sources, built))
+        self._progress.advance(end - start)
+        yield from outputs
+
+    def _construct(self, sources: TaskSources, row: int) -> Constructed | str:
+        caption = sources.corpus.caption(row)
+        tokens = caption.text.split()
+        rng = keyed_rng(self._seed, f"{self._task} {caption.caption_id}")
+        return TASKS[self._task](
+            caption.caption_id, caption.image_id, tokens, chunk(tokens), sources.context, rng
+        )
+
+    def _selections(self, sources: TaskSources, built: list) -> Iterator:
+        corpus = sources.corpus
+        for row, result in built:
+            target = corpus.caption(row)
+            reason = self._check(sources, row, result)
+            if reason:
+                Metrics.counter(*reason.split("/", 1)).inc()
+                yield beam.pvalue.TaggedOutput(
+                    SKIPPED, Skip(reason, target.caption_id, target.split)
+                )
+                continue
+            yield Selection(
+                target,
+                (self._distractor(sources, row, result),),
+                target_text=result.target_text if result.target_edit else "",
+                target_edit=result.target_edit,
+            )
+
+    def _check(self, sources: TaskSources, row: int, result: Constructed | str) -> str:
+        """The skip reason of a target, "" when its distractor stands."""
+        if isinstance(result, str):
+            return f"decoys/{result}"
+        if result.distractor_text == result.target_text:
+            return REPEATS
+        if result.distractor_edit:
+            return (
+                COPIES
+                if copies_an_image_caption(sources.corpus, row, result.distractor_text)
+                else ""
+            )
+        candidate = np.array([[sources.row_of[result.distractor_source]]])
+        chosen, rejected = choose_valid(
+            sources.corpus,
+            np.array([row]),
+            candidate,
+            self._sim_pv(sources, row, candidate),
+            np.zeros((1, 1), dtype=np.int64),
+            1,
+            self._rules,
+            self._scratch,
+        )
+        self._rejections.add(rejected)
+        return "" if chosen[0, 0] >= 0 else INVALID
+
+    def _sim_pv(self, sources: TaskSources, row: int, candidate: np.ndarray) -> np.ndarray:
+        embeddings = sources.corpus.embeddings
+        return (embeddings[candidate] @ embeddings[row]).astype(np.float64)
+
+    def _distractor(self, sources: TaskSources, row: int, result: Constructed) -> Decoy:
+        if result.distractor_edit:
+            return Decoy(
+                result.distractor_source,
+                result.distractor_image,
+                result.distractor_text,
+                NOT_SCORED,
+                NOT_SCORED,
+                NOT_SCORED,
+                result.distractor_edit,
+            )
+        candidate = np.array([[sources.row_of[result.distractor_source]]])
+        sim_pv = self._sim_pv(sources, row, candidate)
+        sim_surf = sim_surf_batch(sources.corpus.ngrams, np.array([row]), candidate, self._scratch)
+        scored = score(sim_pv, sim_surf, self._lam, self._rules.limit)
+        return Decoy(
+            result.distractor_source,
+            result.distractor_image,
+            result.distractor_text,
+            float(sim_pv[0, 0]),
+            float(sim_surf[0, 0]),
+            float(scored[0, 0]),
+        )
+
+
+class ForcedChoice(DecoyStrategy):
+    """CorpusRef -> a Selection (target + one distractor) per target its task can build."""
+
+    num_options = 2
+    pools = ("all",)
+    references = ("hodosh2016",)
+    invariants = ("forced_choice",)
+    task: ClassVar[str]  # a key of transforms.language.forced_choice.TASKS
+
+    def expand(self, corpus_ref):
+        return (
+            corpus_ref
+            | "Shards" >> beam.FlatMap(shard_ranges, shard_size=self.config.shard_size)
+            | "Distribute" >> beam.Reshuffle()
+            | "Construct"
+            >> beam.ParDo(
+                _Construct(
+                    self.task,
+                    SharedTasks(Shared(), self.config.cooccurrence_images),
+                    self.config,
+                )
+            ).with_outputs(SKIPPED, main="selections")
+        )
+
+
+EDIT_LIMITATION = (
+    "The distractor is built by editing the target's caption with a lexicon chunker (README: "
+    "the chunker's measured precision); a wrong chunk makes an odd sentence, which a language "
+    "model may spot without the image (see the bigram LM row of the audit). "
+)
+
+
+class SwitchPeople(ForcedChoice):
+    name = task = "switch_people"
+    summary = "Hodosh et al.: the caption with its two person mentions swapped (same words)"
+    limitations = EDIT_LIMITATION + (
+        "Only captions with two person mentions of the same number qualify; symmetric "
+        "relations are excluded by a word list."
+    )
+
+
+class ReplacePerson(ForcedChoice):
+    name = task = "replace_person"
+    summary = "Hodosh et al.: the caption with its main person mention replaced by a training one"
+    limitations = EDIT_LIMITATION
+
+
+class ReplaceScene(ForcedChoice):
+    name = task = "replace_scene"
+    summary = (
+        "Hodosh et al.: the caption with its scene replaced by a training scene whose head "
+        "never co-occurs with the original's"
+    )
+    limitations = EDIT_LIMITATION
+
+
+class SharePerson(ForcedChoice):
+    name = task = "share_person"
+    summary = "Hodosh et al.: a training caption of another image with the same person head word"
+    limitations = (
+        "The distractor shares the target's person head word, so it may also fit the image."
+    )
+
+
+class ShareScene(ForcedChoice):
+    name = task = "share_scene"
+    summary = "Hodosh et al.: a training caption of another image with the same scene head word"
+    limitations = (
+        "The distractor shares the target's scene head word, so it may also fit the image."
+    )
+
+
+class JustPerson(ForcedChoice):
+    name = task = "just_person"
+    summary = "Hodosh et al.: the caption's own person mention alone (a correct but shorter text)"
+    limitations = (
+        "The distractor is a substring of the target: any model preferring longer texts "
+        "solves it without the image (the paper's point; see just_scene_plus)."
+    )
+
+
+class JustScene(ForcedChoice):
+    name = task = "just_scene"
+    summary = "Hodosh et al.: the caption's own scene mention alone (a correct but shorter text)"
+    limitations = JustPerson.limitations
+
+
+class JustScenePlus(ForcedChoice):
+    name = task = "just_scene_plus"
+    summary = (
+        "Hodosh et al.'s just scene (+): the target is the caption's scene mention alone, the "
+        "distractor a full caption of another image with the same scene word"
+    )
+    limitations = (
+        "The target is shorter than the distractor: any model preferring shorter texts "
+        "solves it without the image."
+    )
+
+
+TASK_STRATEGIES = (
+    SwitchPeople,
+    ReplacePerson,
+    ReplaceScene,
+    SharePerson,
+    ShareScene,
+    JustPerson,
+    JustScene,
+    JustScenePlus,
+)
