@@ -267,7 +267,7 @@ def test_the_generate_audit_fits_the_bigram_lm_and_reads_chance_as_one_in_k(two_
     audit = audit_dataset(two_options, config)
     names = [row["model"] for row in audit["models"]]
     assert names[-2:] == ["Text-FFNN", "Bigram LM"] and audit["chance"] == 0.5
-    assert audit["verdict"]["model"] == "Longest option" and not audit["verdict"]["at_chance"]
+    assert audit["verdict"]["accuracy"] > 0.9 and not audit["verdict"]["at_chance"]
     assert "chance 50%" in audit["verdict"]["line"]
 
 

@@ -112,7 +112,8 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def infer_unit_vector(model: Doc2Vec, words: Sequence[str], rng: np.random.Generator) -> np.ndarray:
-    """The unit PV-DBOW vector of a text the model was not trained on, as ``unit_vectors``'.
+    """The unit vector a PV-DBOW model (``dm=0``, what this project trains) gives a text it was
+    not trained on, normalised as ``unit_vectors``'.
 
     gensim's ``infer_vector`` starts from a vector seeded by Python's per-process salted
     ``hash`` of the text and samples negatives from the model's shared RNG, so the same
@@ -120,8 +121,6 @@ def infer_unit_vector(model: Doc2Vec, words: Sequence[str], rng: np.random.Gener
     scale, epochs and learning-rate schedule) with both drawn from ``rng`` instead. The
     model's RNG is replaced, so callers sharing a model between threads must lock.
     """
-    if model.dm:
-        raise InputError("vector inference is implemented for PV-DBOW (dm=0) models only")
     size = model.dv.vector_size
     vector = ((rng.random(size) - 0.5) / size).astype(np.float32).reshape(1, size)
     model.random = np.random.RandomState(rng.integers(2**32, dtype=np.uint64))

@@ -256,9 +256,16 @@ class FeatureSpace:
 
     @functools.cached_property
     def pv_model(self):
-        """The version's PV model, read on the first edited option (versions without any
+        """The version's PV-DBOW model, read on the first edited option (versions without any
         never read it)."""
-        return load_model(FileSystems.join(self.config.dataset, "pv", "doc2vec.model"))
+        path = FileSystems.join(self.config.dataset, "pv", "doc2vec.model")
+        model = load_model(path)
+        if model.dm:
+            raise InputError(
+                f"{path}: a PV-DM model; vectors of edited options are inferred with PV-DBOW "
+                "(dm=0), the model generate trains"
+            )
+        return model
 
     def inferred_vector(self, text: str) -> np.ndarray:
         """The unit PV vector of an option text the corpus lacks: the same for a text
@@ -319,7 +326,7 @@ def text_features(
 
 
 def option_bleu(
-    space: FeatureSpace, rows: list[int], texts: list[str], edited: list[bool], scratch
+    space: FeatureSpace, rows: list[int], texts: list[str], edited: list[bool], scratch: np.ndarray
 ) -> np.ndarray:
     """simSURF of every option against every option as reference, [reference, option].
 
