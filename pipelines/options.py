@@ -274,8 +274,8 @@ class GenerateOptions:
     )
     audit_sample: int = _option(
         20_000,
-        "the learned text-only audit (Text-FFNN, trainer defaults) is fitted on this many "
-        "train instances; 0 = all",
+        "the learned text-only audits (Text-FFNN, trainer defaults, and the bigram LM) are "
+        "fitted on this many train instances; 0 = all",
         group=Group.AUDIT,
     )
 

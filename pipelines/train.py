@@ -2,8 +2,9 @@
 
 Reads a dataset written by ``pipelines.generate``, turns every instance into
 vectors (image, options, text-only features), fits Baseline-I2C, -C2I, -LinM,
-the FFNN and a text-only FFNN on train (selected on dev), and reports the
-accuracy of each, and of the untrained text-only audits, on dev and test::
+the FFNN, a text-only FFNN and a bigram language model on train (selected on
+dev), and reports the accuracy of each, and of the untrained text-only audits,
+on dev and test, against chance 1/k (k options per instance: 5, 4 or 2)::
 
     python -m pipelines.train --dataset out/mcic-coco --output out/train-coco \\
         [--image_features inception.parquet]
@@ -29,7 +30,12 @@ from pipelines.versions import completed_dataset
 from transforms.corpus.split import SPLITS
 from transforms.files import check_location, check_writable, read_file, write_file, write_json
 from transforms.report.plots import accuracy
-from transforms.trainer.features import BuildExamples, ReadInstances, SharedFeatureSpace
+from transforms.trainer.features import (
+    BuildExamples,
+    ReadInstances,
+    SharedFeatureSpace,
+    read_num_options,
+)
 from transforms.trainer.fit import Evaluate, FitModels, WriteMetrics, metrics_table
 
 METRICS_FILE = "metrics.json"
@@ -40,14 +46,17 @@ ACCURACY_PLOT = "accuracy.png"
 def build_pipeline(pipeline: beam.Pipeline, options: TrainOptions, dataset: str) -> None:
     """Read, featurise, fit (one worker), evaluate (parallel), write the metrics."""
     space = SharedFeatureSpace(Shared(), options.feature_config(dataset))
+    num_options = read_num_options(dataset)
     instances = pipeline | "ReadInstances" >> ReadInstances(dataset=dataset, splits=SPLITS)
-    examples = instances | "BuildExamples" >> BuildExamples(space=space)
+    examples = instances | "BuildExamples" >> BuildExamples(space=space, num_options=num_options)
     models = examples | "FitModels" >> FitModels(
         config=options.train_config(), output=options.output
     )
     counts = examples | "Evaluate" >> Evaluate(models=models)
     _ = counts | "WriteMetrics" >> WriteMetrics(
-        models=models, path=FileSystems.join(options.output, METRICS_FILE)
+        models=models,
+        path=FileSystems.join(options.output, METRICS_FILE),
+        num_options=num_options,
     )
 
 
@@ -78,11 +87,12 @@ def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
 COMMAND = Command(
     prog="dmc-train",
     description=(
-        "Trains and evaluates the paper's models (Baseline-I2C, -C2I, -LinM, the FFNN and a "
-        "text-only FFNN) on a dataset dmc-generate wrote, and prints their accuracy on dev "
-        "and test in the shape of the paper's Table 3; metrics.json, table.txt and the "
-        "fitted models go to --output. Without --image_features an image is represented by "
-        "concept features read off its other captions: an oracle, not vision."
+        "Trains and evaluates the paper's models (Baseline-I2C, -C2I, -LinM, the FFNN, a "
+        "text-only FFNN and a bigram language model) on a dataset dmc-generate wrote, and "
+        "prints their accuracy on dev and test against chance 1/k (k options) in the shape "
+        "of the paper's Table 3; metrics.json, table.txt and the fitted models go to "
+        "--output. Without --image_features an image is represented by concept features "
+        "read off its other captions: an oracle, not vision."
     ),
     example="dmc-train --dataset out/mcic-coco --output out/train-coco",
     readme='section "Training and evaluating models" and its "Trainer options"',

@@ -5,6 +5,7 @@ import pytest
 
 from pipelines.options import TrainOptions
 from schemas.examples import TEXT_FEATURES, Batch
+from transforms.trainer.audits import AUDITS, hub_scores
 from transforms.trainer.models import (
     FITTERS,
     accuracy,
@@ -29,18 +30,21 @@ def numeric_gradient(loss, param: np.ndarray, step: float = 1e-6) -> np.ndarray:
     return grad
 
 
-def linked_problem(n: int, dim: int = 6, noise: float = 0.3, seed: int = 0) -> Batch:
-    """Targets are a fixed linear map of the image plus noise; decoys are random."""
+def linked_problem(n: int, dim: int = 6, noise: float = 0.3, seed: int = 0, k: int = 5) -> Batch:
+    """Targets are a fixed linear map of the image plus noise; decoys are random; k options."""
     rng = np.random.default_rng(seed)
     mapping = np.random.default_rng(99).standard_normal((dim, dim))
     images = rng.standard_normal((n, dim))
-    options = rng.standard_normal((n, 5, dim))
-    labels = rng.integers(0, 5, size=n)
+    options = rng.standard_normal((n, k, dim))
+    labels = rng.integers(0, k, size=n)
     options[np.arange(n), labels] = images @ mapping / np.sqrt(dim) + noise * rng.standard_normal(
         (n, dim)
     )
-    text = rng.standard_normal((n, 5, len(TEXT_FEATURES)))
-    return Batch(images, options, text, labels)
+    text = rng.standard_normal((n, k, len(TEXT_FEATURES)))
+    words = rng.choice(["a", "dog", "cat", "runs", "on", "grass"], size=(n, k, 4))
+    texts = np.empty((n, k), dtype=object)
+    texts[:] = [[" ".join(option) for option in row] for row in words]
+    return Batch(images, options, text, labels, texts)
 
 
 def test_ridge_matches_least_squares_with_an_unpenalised_bias():
@@ -106,19 +110,33 @@ CONFIG = TrainOptions(
 ).train_config()
 
 
+@pytest.mark.parametrize("k", [5, 4, 2])
 @pytest.mark.parametrize("name", ["Baseline-I2C", "Baseline-C2I", "Baseline-LinM", "FFNN"])
-def test_image_models_learn_a_linked_problem(name):
-    train, dev, test = (linked_problem(n, seed=s) for n, s in ((400, 0), (100, 1), (200, 2)))
+def test_image_models_learn_a_linked_problem(name, k):
+    problems = ((400, 0), (100, 1), (200, 2))
+    train, dev, test = (linked_problem(n, seed=s, k=k) for n, s in problems)
     model = FITTERS[name](name, train, dev, CONFIG)
-    assert accuracy(model.scores(test), test.labels) > 0.7  # chance: 0.2
+    assert model.scores(test).shape == (200, k)
+    assert accuracy(model.scores(test), test.labels) > 0.6 + 0.4 / k  # chance: 1 / k
     assert model.selection
     assert all(np.all(np.isfinite(value)) for value in model.arrays().values())
+
+
+@pytest.mark.parametrize("k", [4, 2])
+def test_text_models_and_rules_score_k_options(k):
+    train, dev, test = (linked_problem(n, seed=s, k=k) for n, s in ((100, 0), (50, 1), (50, 2)))
+    for name in ("Text-FFNN", "Bigram LM"):
+        assert FITTERS[name](name, train, dev, CONFIG).scores(test).shape == (50, k)
+    for rule in AUDITS:
+        assert rule.scores(test).shape == (50, k)
+    hubs = hub_scores(np.array([[1.0, 0.3], [0.3, 1.0]]))
+    np.testing.assert_allclose(hubs, [0.3, 0.3])  # two options: each one's similarity to the other
 
 
 def test_text_model_never_looks_at_the_image():
     train, dev, test = (linked_problem(n, seed=s) for n, s in ((200, 0), (50, 1), (50, 2)))
     model = FITTERS["Text-FFNN"]("Text-FFNN", train, dev, CONFIG)
-    blind = Batch(np.zeros_like(test.images), test.options, test.text, test.labels)
+    blind = Batch(np.zeros_like(test.images), test.options, test.text, test.labels, test.texts)
     np.testing.assert_array_equal(model.scores(test), model.scores(blind))
     image_model = FITTERS["FFNN"]("FFNN", train, dev, CONFIG)
     assert not np.array_equal(image_model.scores(test), image_model.scores(blind))

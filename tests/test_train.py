@@ -1,17 +1,30 @@
 """The trainer end to end on small generated datasets, checked against the dataset's files."""
 
+import glob
 import json
 import math
 import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.options import TrainOptions
+from pipelines.options import GenerateOptions, TrainOptions
 from pipelines.train import main, run
+from pipelines.versions import describe_file, read_manifest
+from schemas.instance import ARROW_SCHEMA, DECOY, FIELDS, OPTION
 from tests.dataset_checks import read_parquet
+from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
+from transforms.errors import InputError
+from transforms.seeds import keyed_rng
+from transforms.trainer.audit import audit_dataset
+from transforms.trainer.features import build_example, load_feature_space
 from transforms.trainer.models import FITTERS
 
 SMALL_TRAINING = {"epochs": 8, "ffnn_hidden": "64,32"}
@@ -78,7 +91,7 @@ def test_text_only_audits_report_what_the_files_give(mcic_dataset, mcic_results)
 
 def in_text_order(row: dict) -> dict:
     """The options sorted by text, as the trainer sees them: ties go to the first text."""
-    order = sorted(range(5), key=row["options"].__getitem__)
+    order = sorted(range(len(row["options"])), key=row["options"].__getitem__)
     return {
         **row,
         "options": [row["options"][k] for k in order],
@@ -91,13 +104,18 @@ def test_every_trained_model_is_written(mcic_results):
     output, results = mcic_results
     for name in FITTERS:
         arrays = np.load(os.path.join(output, "models", f"{name}.npz"))
-        assert all(np.all(np.isfinite(arrays[key])) for key in arrays.files)
+        numbers = [arrays[key] for key in arrays.files if arrays[key].dtype.kind in "fiu"]
+        assert numbers and all(np.all(np.isfinite(values)) for values in numbers)
         assert results[name]["selection"]
     text_only = np.load(os.path.join(output, "models", "Text-FFNN.npz"))
     assert text_only["w1"].shape == (2 * 64 + 3, 64)  # option, option - others, 3 relative
     assert text_only["input_mean"].shape == (2 * 64 + 3,)
+    language_model = np.load(os.path.join(output, "models", "Bigram LM.npz"))
+    assert {"</s>", "<unk>"} < set(language_model["vocabulary"].tolist())
     with open(os.path.join(output, "metrics.json")) as handle:
-        assert json.load(handle)["image_features"] == "concept"
+        metrics = json.load(handle)
+    assert metrics["image_features"] == "concept"
+    assert (metrics["num_options"], metrics["chance"]) == (5, 0.2)
     with open(os.path.join(output, "table.txt")) as handle:
         assert "Baseline-LinM" in handle.read()
     with open(os.path.join(output, "accuracy.png"), "rb") as handle:
@@ -142,3 +160,191 @@ def test_cli_refuses_missing_image_ids_and_incomplete_datasets(mcic_dataset, tmp
     assert error.startswith(f"error: {empty}") and error.count("\n") == 0
     assert "complete" in error.lower()
     assert not (tmp_path / "b").exists()
+
+
+# Versions with k = 4 and k = 2 options, some of them edited: the generated MC-IC version
+# rewritten (the target and its first k - 1 decoys, the first decoy's text edited).
+
+Edit = Callable[[dict, str], tuple[str, str] | None]  # (instance, decoy text) -> (text, edit)
+
+
+def first_words(instance: dict, text: str) -> tuple[str, str]:
+    """Every first decoy cut to its first three words (a "just person"-like chunk)."""
+    return " ".join(text.split()[:3]), "chunk: first three words"
+
+
+def reversed_words(instance: dict, text: str) -> tuple[str, str] | None:
+    """The first decoy of one instance in five (each image's first caption), words reversed."""
+    if instance["example_id"].endswith("_0"):
+        return " ".join(reversed(text.split())), "reverse: word order"
+    return None
+
+
+OPTION_FIELDS, DECOY_FIELDS = ([f.name for f in FIELDS if f.per == per] for per in (OPTION, DECOY))
+
+
+def fewer_options(instance: dict, k: int, edit: Edit) -> dict:
+    """The instance with its target and first k - 1 decoys in their shuffled order."""
+    kept = {instance["target_caption_id"], *instance["decoy_caption_ids"][: k - 1]}
+    positions = [p for p, cid in enumerate(instance["option_caption_ids"]) if cid in kept]
+    row = {**instance, "label": positions.index(instance["label"])}
+    for name in OPTION_FIELDS:
+        row[name] = [instance[name][p] for p in positions]
+    for name in DECOY_FIELDS:
+        row[name] = instance[name][: k - 1]
+    at = row["option_caption_ids"].index(row["decoy_caption_ids"][0])
+    edited = edit(row, row["options"][at])
+    if edited is not None:
+        row["options"][at], row["option_edits"][at] = edited
+        row["decoy_edits"][0] = edited[1]
+        for name in ("decoy_sim_pv", "decoy_sim_surf", "decoy_score"):
+            row[name][0] = math.nan
+    return row
+
+
+def rewrite_shards(version: str, rewrite: Callable[[list[dict], str], list[dict]]) -> None:
+    """Rewrites every Parquet shard with the instance schema and updates the manifest."""
+    manifest = read_manifest(version)
+    entries = {entry["path"]: entry for entry in manifest["files"]}
+    for path in sorted(glob.glob(os.path.join(version, "parquet", "*", "*.parquet"))):
+        rows = rewrite(pq.read_table(path).to_pylist(), path)
+        pq.write_table(pa.Table.from_pylist(rows, schema=ARROW_SCHEMA), path)
+        relative = os.path.relpath(path, version)
+        entries[relative] = describe_file(version, relative)
+    manifest["files"] = list(entries.values())
+    with open(os.path.join(version, "manifest.json"), "w") as handle:
+        json.dump(manifest, handle)
+
+
+def with_k_options(version: str, directory: str, k: int, edit: Edit) -> str:
+    shutil.copytree(version, directory)
+    rewrite_shards(directory, lambda rows, path: [fewer_options(row, k, edit) for row in rows])
+    return directory
+
+
+@pytest.fixture(scope="module")
+def two_options(mcic_dataset, tmp_path_factory) -> str:
+    return with_k_options(mcic_dataset, str(tmp_path_factory.mktemp("k2") / "v"), 2, first_words)
+
+
+@pytest.fixture(scope="module")
+def four_options(mcic_dataset, tmp_path_factory) -> str:
+    directory = str(tmp_path_factory.mktemp("k4") / "v")
+    return with_k_options(mcic_dataset, directory, 4, reversed_words)
+
+
+def longest_option_correct(version: str, split: str) -> int:
+    rows = [in_text_order(row) for row in read_parquet(version, split)]
+    lengths = np.array([[len(option.split()) for option in row["options"]] for row in rows])
+    return int(np.sum(np.argmax(lengths, axis=1) == [row["label"] for row in rows]))
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_k_option_versions_train_end_to_end_against_chance_one_in_k(
+    k, two_options, four_options, tmp_path
+):
+    version = {2: two_options, 4: four_options}[k]
+    metrics = run(TrainOptions(dataset=version, output=str(tmp_path), **SMALL_TRAINING))
+    assert (metrics["num_options"], metrics["chance"]) == (k, 1 / k)
+    results = {row["model"]: row for row in metrics["models"]}
+    assert set(results) > set(FITTERS) | {"Longest option"}
+    for split in ("dev", "test"):
+        total = len(read_parquet(version, split))
+        assert all(row[split]["total"] == total for row in results.values())
+        # Lengths of the texts in the files, edited ones included.
+        assert results["Longest option"][split]["correct"] == longest_option_correct(version, split)
+    test = results["Baseline-LinM"]["test"]
+    assert test["accuracy"] > 1 / k + 4 * math.sqrt((1 / k) * (1 - 1 / k) / test["total"])
+    with open(os.path.join(str(tmp_path), "table.txt")) as handle:
+        assert handle.read().splitlines()[-1].split()[1:] == [f"{100 / k:.1f}"] * 2
+    if k == 2:  # every decoy a three-word chunk of a caption: the LM picks the chunk
+        assert results["Bigram LM"]["test"]["accuracy"] < 0.1
+        assert results["Longest option"]["test"]["accuracy"] > 0.9
+
+
+def test_the_generate_audit_fits_the_bigram_lm_and_reads_chance_as_one_in_k(two_options):
+    config = GenerateOptions(input="", output=two_options).audit_config(two_options)
+    audit = audit_dataset(two_options, config)
+    names = [row["model"] for row in audit["models"]]
+    assert names[-2:] == ["Text-FFNN", "Bigram LM"] and audit["chance"] == 0.5
+    assert audit["verdict"]["accuracy"] > 0.9 and not audit["verdict"]["at_chance"]
+    assert "chance 50%" in audit["verdict"]["line"]
+
+
+def edited_instances(version: str) -> list[dict]:
+    rows = read_parquet(version, "dev") + read_parquet(version, "test")
+    return [row for row in rows if any(row["option_edits"])]
+
+
+def test_an_edited_options_vector_and_features_come_from_its_text(four_options):
+    config = TrainOptions(dataset=four_options, output="").feature_config(four_options)
+    space = load_feature_space(config)
+    model = load_model(os.path.join(four_options, "pv", "doc2vec.model"))
+    instances = edited_instances(four_options)
+    assert len(instances) > 50
+    for instance in instances[:20]:
+        example = build_example(instance, space, frozenset(), space.corpus.ngrams.scratch())
+        edits = zip(instance["options"], instance["option_edits"], strict=True)
+        [text] = [option for option, edit in edits if edit]
+        edited = example.texts.index(text)
+        rng = keyed_rng(config.seed, f"infer {text}")
+        vector = infer_unit_vector(model, text.split(), rng)
+        np.testing.assert_allclose(example.options[edited], vector @ space.caption_projection)
+        assert example.text[edited, 0] == len(text.split())
+        # PV-DBOW is a bag of words: reversing a caption keeps close to its vector.
+        source = instance["option_caption_ids"][instance["options"].index(text)]
+        caption_vector = space.corpus.embeddings[space.row_of[source]]
+        cosines = space.corpus.embeddings @ vector
+        assert vector @ caption_vector > np.quantile(cosines, 0.99)
+
+
+def test_unedited_options_features_are_the_same_from_their_texts(four_options):
+    """An instance with an edit computes BLEU on its texts; the corpus table agrees."""
+    config = TrainOptions(dataset=four_options, output="").feature_config(four_options)
+    space = load_feature_space(config)
+    scratch = space.corpus.ngrams.scratch()
+    instance = next(
+        row for row in read_parquet(four_options, "dev") if not any(row["option_edits"])
+    )
+    from_corpus = build_example(instance, space, frozenset(), scratch)
+    marked = {**instance, "option_edits": ["", "", "", "unchanged text, marked edited"]}
+    from_texts = build_example(marked, space, frozenset(), scratch)
+    hub_bleu = 1  # TEXT_FEATURES' column
+    np.testing.assert_array_equal(from_corpus.text[:, hub_bleu], from_texts.text[:, hub_bleu])
+    np.testing.assert_array_equal(from_corpus.text[:, 0], from_texts.text[:, 0])
+
+
+INFER = """
+import sys
+from pipelines.options import TrainOptions
+from transforms.trainer.features import load_feature_space
+space = load_feature_space(TrainOptions(dataset=sys.argv[1], output="").feature_config(sys.argv[1]))
+sys.stdout.write(space.inferred_vector(sys.argv[2]).tobytes().hex())
+"""
+
+
+def test_inferred_vectors_do_not_depend_on_the_process(four_options):
+    """gensim seeds inference with Python's salted str hash; the trainer must not."""
+    text = edited_instances(four_options)[0]["options"][0]
+    vectors = set()
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": os.getcwd()}
+        command = [sys.executable, "-c", INFER, four_options, text]
+        vectors.add(subprocess.run(command, env=env, check=True, capture_output=True).stdout)
+    assert len(vectors) == 1
+
+
+def test_a_version_mixing_numbers_of_options_is_an_error_naming_the_file(mcic_dataset, tmp_path):
+    version = str(tmp_path / "mixed")
+    shutil.copytree(mcic_dataset, version)
+    [shard, *_] = sorted(glob.glob(os.path.join(version, "parquet", "test", "*.parquet")))
+
+    def four_in_one_shard(rows: list[dict], path: str) -> list[dict]:
+        return [fewer_options(row, 4, reversed_words) for row in rows] if path == shard else rows
+
+    rewrite_shards(version, four_in_one_shard)
+    with pytest.raises(InputError, match=f"^{re.escape(shard)}: instance .* has 4 options .* 5"):
+        run(TrainOptions(dataset=version, output=str(tmp_path / "out"), epochs=1))
+    config = GenerateOptions(input="", output=version).audit_config(version)
+    with pytest.raises(InputError, match=f"^{re.escape(shard)}: instance"):
+        audit_dataset(version, config)

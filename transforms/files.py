@@ -40,8 +40,16 @@ def list_files(pattern: str) -> list[str]:
 
 def read_parquet_files(pattern: str, columns: list[str] | None = None) -> Iterator[pa.Table]:
     """Every Parquet file matching ``pattern``, in name order, one table at a time."""
+    for _, table in read_named_parquet_files(pattern, columns):
+        yield table
+
+
+def read_named_parquet_files(
+    pattern: str, columns: list[str] | None = None
+) -> Iterator[tuple[str, pa.Table]]:
+    """(path, table) of every Parquet file matching ``pattern``: for errors naming the file."""
     for path in list_files(pattern):
-        yield pq.read_table(io.BytesIO(read_file(path)), columns=columns)
+        yield path, pq.read_table(io.BytesIO(read_file(path)), columns=columns)
 
 
 def check_location(path: str, flag: str) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from gensim.models.doc2vec import Doc2Vec, TaggedDocument
+from gensim.models.doc2vec_inner import train_document_dbow
 
 from transforms.errors import InputError
 from transforms.files import read_file
@@ -102,9 +103,43 @@ def check_model_corpus(model: Doc2Vec, digest: str, path: str) -> None:
 
 def unit_vectors(model: Doc2Vec) -> np.ndarray:
     """Row-normalised float32 document vectors: inner product = cosine = simPV."""
-    vectors = np.asarray(model.dv.vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return unit_rows(np.asarray(model.dv.vectors, dtype=np.float32))
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.maximum(norms, np.finfo(np.float32).tiny)
+
+
+def infer_unit_vector(model: Doc2Vec, words: Sequence[str], rng: np.random.Generator) -> np.ndarray:
+    """The unit vector a PV-DBOW model (``dm=0``, what this project trains) gives a text it was
+    not trained on, normalised as ``unit_vectors``'.
+
+    gensim's ``infer_vector`` starts from a vector seeded by Python's per-process salted
+    ``hash`` of the text and samples negatives from the model's shared RNG, so the same
+    text gets another vector in another process. This is its PV-DBOW loop (the same start
+    scale, epochs and learning-rate schedule) with both drawn from ``rng`` instead. The
+    model's RNG is replaced, so callers sharing a model between threads must lock.
+    """
+    size = model.dv.vector_size
+    vector = ((rng.random(size) - 0.5) / size).astype(np.float32).reshape(1, size)
+    model.random = np.random.RandomState(rng.integers(2**32, dtype=np.uint64))
+    work = np.zeros(model.layer1_size, dtype=np.float32)
+    alpha, step = model.alpha, (model.alpha - model.min_alpha) / max(model.epochs - 1, 1)
+    for _ in range(model.epochs):
+        train_document_dbow(
+            model,
+            list(words),
+            [0],
+            alpha,
+            work,
+            learn_words=False,
+            learn_hidden=False,
+            doctag_vectors=vector,
+            doctags_lockf=np.ones(1, dtype=np.float32),
+        )
+        alpha -= step
+    return unit_rows(vector[0])
 
 
 def save_model(model: Doc2Vec, path: str) -> None:

@@ -3,9 +3,10 @@
 A dataset whose target can be told from its decoys without the image does
 not measure image understanding, so ``generate`` reports, for dev and test,
 the untrained text-only rules (hub by BLEU and by PV cosine, longest option,
-novelty guess) and the learned text-only model (Text-FFNN, fitted on a seeded
-sample of train and selected on dev, with the trainer's default settings),
-and a one-line verdict on the best of them.
+novelty guess) and the learned text-only models (Text-FFNN and the bigram LM,
+fitted on a seeded sample of train, Text-FFNN selected on dev, with the
+trainer's default settings), and a one-line verdict on the best of them
+against chance 1/k.
 
 It runs in the driver after the pipeline, from the files written (as the
 statistics do): a sample of train and the dev and test splits, at COCO 2014
@@ -16,23 +17,23 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from schemas.examples import Batch
 from schemas.layout import PARQUET, shard_pattern
 from transforms.corpus.split import SPLITS
-from transforms.files import read_parquet_files
+from transforms.files import read_named_parquet_files
 from transforms.seeds import keyed_rng
 from transforms.trainer.features import (
     INSTANCE_COLUMNS,
     FeatureConfig,
     build_example,
+    check_num_options,
     load_feature_space,
 )
-from transforms.trainer.fit import CHANCE, EVALUATION_SPLITS, build_metrics, count_correct
+from transforms.trainer.fit import EVALUATION_SPLITS, build_metrics, count_correct
 from transforms.trainer.models import FITTERS, TrainConfig
 
-LEARNED_AUDIT = "Text-FFNN"
+LEARNED_AUDITS = ("Text-FFNN", "Bigram LM")
 AT_CHANCE_DEVIATIONS = 3.0  # binomial standard deviations above chance still read as chance
 
 
@@ -43,10 +44,17 @@ class AuditConfig:
     train_sample: int  # train instances the learned audit is fitted on; 0: all
 
 
-def read_split(directory: str, split: str) -> list[dict]:
-    pattern = shard_pattern(directory, PARQUET, split)
-    tables = list(read_parquet_files(pattern, list(INSTANCE_COLUMNS)))
-    return pa.concat_tables(tables).to_pylist() if tables else []
+def read_splits(directory: str) -> tuple[dict[str, list[dict]], int]:
+    """Every split's instances and k, the number of options each has (the same in every file)."""
+    rows, num_options = {split: [] for split in SPLITS}, 0
+    for split in SPLITS:
+        pattern = shard_pattern(directory, PARQUET, split)
+        for path, table in read_named_parquet_files(pattern, list(INSTANCE_COLUMNS)):
+            for instance in table.to_pylist():
+                num_options = num_options or len(instance["options"])
+                check_num_options(instance, num_options, path)
+                rows[split].append(instance)
+    return rows, num_options
 
 
 def sample(instances: list[dict], size: int, seed: int) -> list[dict]:
@@ -61,12 +69,12 @@ def verdict(metrics: dict) -> dict:
     """The best text-only row on test (dev when there is no test) and whether it is chance."""
     split = next(s for s in reversed(EVALUATION_SPLITS) if s in metrics["models"][0])
     best = max(metrics["models"], key=lambda row: row[split]["accuracy"])
-    result = best[split]
-    bound = CHANCE + AT_CHANCE_DEVIATIONS * math.sqrt(CHANCE * (1 - CHANCE) / result["total"])
+    result, chance = best[split], metrics["chance"]
+    bound = chance + AT_CHANCE_DEVIATIONS * math.sqrt(chance * (1 - chance) / result["total"])
     at_chance = result["accuracy"] <= bound
     line = (
         f"text-only best: {100 * result['accuracy']:.1f}% on {split} ({best['model']}; "
-        f"chance {100 * CHANCE:.0f}%): "
+        f"chance {100 * chance:.0f}%): "
         + ("at chance" if at_chance else "ABOVE CHANCE: the options give the target away")
     )
     return {"model": best["model"], "split": split, **result, "at_chance": at_chance, "line": line}
@@ -75,7 +83,7 @@ def verdict(metrics: dict) -> dict:
 def audit_dataset(directory: str, config: AuditConfig) -> dict:
     """The audit rows (as ``pipelines.train``'s metrics) and the verdict, for ``directory``."""
     space = load_feature_space(config.features)
-    rows = {split: read_split(directory, split) for split in SPLITS}
+    rows, num_options = read_splits(directory)
     seen = frozenset(option for row in rows["train"] for option in row["options"])
     scratch = space.corpus.ngrams.scratch()
     rows["train"] = sample(rows["train"], config.train_sample, config.train.seed)
@@ -85,14 +93,10 @@ def audit_dataset(directory: str, config: AuditConfig) -> dict:
     }
     if not examples["train"] or not examples["dev"]:
         return {"skipped": "the learned audit needs train and dev instances"}
-    model = FITTERS[LEARNED_AUDIT](
-        LEARNED_AUDIT,
-        Batch.stack(examples["train"]),
-        Batch.stack(examples["dev"]),
-        config.train,
-    )
+    train, dev = Batch.stack(examples["train"]), Batch.stack(examples["dev"])
+    models = [FITTERS[name](name, train, dev, config.train) for name in LEARNED_AUDITS]
     evaluated = [e for split in EVALUATION_SPLITS for e in examples[split]]
-    metrics = build_metrics(count_correct(evaluated, [model]), [model])
+    metrics = build_metrics(count_correct(evaluated, models), models, num_options)
     metrics["train_instances"] = len(examples["train"])
     metrics["verdict"] = verdict(metrics)
     return metrics

@@ -1,10 +1,10 @@
 """Text-only audits: how much of a dataset is solvable without the image.
 
-Each audit scores the five options of an instance from their text alone and
-answers with the best; accuracy is then read against chance (20%). MC-IC
-picks the four decoys as nearest neighbours of the target, so the target
-tends to sit at the centre of its option set: the "hub" (the option most
-similar to the other four) gives it away on the published MCIC-COCO 32-34%
+Each audit scores the k options of an instance from their text alone and
+answers with the best; accuracy is then read against chance (1/k: 20% for
+MC-IC's five options). MC-IC picks the four decoys as nearest neighbours of the
+target, so the target tends to sit at the centre of its option set: the "hub"
+(the option most similar to the other four) gives it away on the published MCIC-COCO 32-34%
 of the time (SPEC). The novelty guess measures the leak of the whole-corpus
 decoy pool: dev/test targets never appear in training, most decoys do.
 """
@@ -18,7 +18,7 @@ from schemas.examples import Batch
 
 
 def hub_scores(similarity: np.ndarray) -> np.ndarray:
-    """Each option's mean similarity to the other options.
+    """Each option's mean similarity to the other options (with two options: to the other).
 
     ``similarity[j, k]`` is option j's similarity to option k; the diagonal is ignored.
 

@@ -2,7 +2,15 @@
 
 Caption side (paper, section 5.1): each option's PV vector from the generation
 run (``corpus/embeddings.npy``, found through ``option_caption_ids``), reduced
-to ``dim`` by a seeded Gaussian random projection.
+to ``dim`` by a seeded Gaussian random projection. An option built from a
+caption (its ``option_edits`` entry is not "": forced choice's edits and
+chunks) is not that caption's text, so its PV vector is inferred from its own
+text with the version's model (``pv/doc2vec.model``, loaded only when such an
+option appears), seeded by (seed, text), and its text features (length, BLEU
+and PV hubs) are computed from the option texts too.
+
+A version's instances all have the same number of options k; an instance with
+another number is an error naming its file.
 
 Image side, one of:
 
@@ -27,12 +35,14 @@ Every worker process builds the feature space once (``Shared``): the corpus,
 the lexicon and the image vectors, never a side input copied per bundle.
 """
 
+import functools
 import io
 import logging
 import os
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import apache_beam as beam
 import numpy as np
@@ -42,10 +52,12 @@ from apache_beam.utils.shared import Shared
 
 from schemas.examples import TEXT_FEATURES, Example
 from schemas.layout import PARQUET, shard_pattern
+from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.corpus.store import Corpus, load_corpus
-from transforms.corpus.surface import sim_surf_batch
+from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 from transforms.errors import InputError
-from transforms.files import read_file
+from transforms.files import list_files, read_file
+from transforms.seeds import keyed_rng
 from transforms.trainer.audits import hub_scores
 
 _CLOSED_CLASS_WORDS = """
@@ -70,6 +82,7 @@ INSTANCE_COLUMNS = (
     "options",
     "label",
     "option_caption_ids",
+    "option_edits",
 )
 
 
@@ -239,6 +252,27 @@ class FeatureSpace:
     caption_projection: np.ndarray  # (PV dim, dim)
     images: ConceptImages | TableImages
     config: FeatureConfig
+    inference: threading.Lock = field(default_factory=threading.Lock)  # the PV model's RNG
+
+    @functools.cached_property
+    def pv_model(self):
+        """The version's PV-DBOW model, read on the first edited option (versions without any
+        never read it)."""
+        path = FileSystems.join(self.config.dataset, "pv", "doc2vec.model")
+        model = load_model(path)
+        if model.dm:
+            raise InputError(
+                f"{path}: a PV-DM model; vectors of edited options are inferred with PV-DBOW "
+                "(dm=0), the model generate trains"
+            )
+        return model
+
+    def inferred_vector(self, text: str) -> np.ndarray:
+        """The unit PV vector of an option text the corpus lacks: the same for a text
+        whatever instance, worker or thread asks."""
+        with self.inference:
+            rng = keyed_rng(self.config.seed, f"infer {text}")
+            return infer_unit_vector(self.pv_model, text.split(), rng)
 
 
 def load_feature_space(config: FeatureConfig) -> FeatureSpace:
@@ -275,21 +309,59 @@ def load_feature_space(config: FeatureConfig) -> FeatureSpace:
 
 
 def text_features(
-    space: FeatureSpace, rows: list[int], texts: list[str], seen: frozenset, scratch: np.ndarray
+    texts: list[str], vectors: np.ndarray, bleu: np.ndarray, seen: frozenset
 ) -> np.ndarray:
-    """(5, len(TEXT_FEATURES)): length, BLEU hub, PV hub, novelty of each option."""
-    corpus = space.corpus
-    rows_array = np.asarray(rows, dtype=np.int64)
-    candidates = np.tile(rows_array, (len(rows), 1))
-    bleu = sim_surf_batch(corpus.ngrams, rows_array, candidates, scratch)  # [ref k, hyp j]
-    vectors = corpus.embeddings[rows_array]
+    """(k, len(TEXT_FEATURES)): length, BLEU hub, PV hub, novelty of each option.
+
+    ``vectors``: the options' unit PV vectors; ``bleu[j, m]``: simSURF of option m
+    against option j as reference.
+    """
     columns = {
-        "length": corpus.ngrams.lengths[rows_array],
+        "length": [len(text.split()) for text in texts],
         "hub_bleu": hub_scores(bleu.T),
         "hub_pv": hub_scores(vectors @ vectors.T),
         "novel": [text not in seen for text in texts],
     }
     return np.stack([np.asarray(columns[name], np.float32) for name in TEXT_FEATURES], axis=1)
+
+
+def option_bleu(
+    space: FeatureSpace, rows: list[int], texts: list[str], edited: list[bool], scratch: np.ndarray
+) -> np.ndarray:
+    """simSURF of every option against every option as reference, [reference, option].
+
+    Corpus captions use the corpus's n-gram table; an instance with an edited option
+    has its texts encoded on their own (the same numbers for the unedited ones).
+    """
+    table, references = space.corpus.ngrams, np.asarray(rows, dtype=np.int64)
+    if any(edited):
+        table = encode_ngrams([text.split() for text in texts])
+        references, scratch = np.arange(len(texts)), table.scratch()
+    candidates = np.tile(references, (len(references), 1))
+    return sim_surf_batch(table, references, candidates, scratch)
+
+
+def check_num_options(instance: dict, num_options: int, path: str) -> None:
+    """Every instance of a version has the version's k options."""
+    found = len(instance["options"])
+    if found != num_options:
+        raise InputError(
+            f"{path}: instance {instance['example_id']} has {found} options where the version's "
+            f"other instances have {num_options}: a version's instances all have the same "
+            "number of options (do the files come from different versions?)"
+        )
+
+
+def read_num_options(dataset: str) -> int:
+    """k: the number of options of the first instance of the version's first train shard."""
+    paths = list_files(shard_pattern(dataset, PARQUET, "train"))
+    if not paths:
+        raise InputError(f"{dataset}: no train shards: the trainer needs train instances")
+    with FileSystems.open(paths[0], compression_type="uncompressed") as handle:
+        first = next(pq.ParquetFile(handle).iter_batches(batch_size=1, columns=["options"]), None)
+    if first is None or not first.num_rows:
+        raise InputError(f"{paths[0]}: no instances: the trainer needs train instances")
+    return len(first.column(0)[0])
 
 
 def build_example(
@@ -303,6 +375,7 @@ def build_example(
     """
     order = sorted(range(len(instance["options"])), key=instance["options"].__getitem__)
     texts = [instance["options"][k] for k in order]
+    edited = [bool(instance["option_edits"][k]) for k in order]
     try:
         rows = [space.row_of[instance["option_caption_ids"][k]] for k in order]
     except KeyError as missing:
@@ -310,13 +383,17 @@ def build_example(
             f"{space.config.dataset}: instance {instance['example_id']}: option caption {missing} "
             "is not in corpus/captions.parquet: the dataset's files do not belong together"
         ) from None
+    vectors = space.corpus.embeddings[rows]
+    for k in np.flatnonzero(edited):
+        vectors[k] = space.inferred_vector(texts[k])
     return Example(
         example_id=instance["example_id"],
         split=instance["split"],
         label=order.index(int(instance["label"])),
         image=space.images.vector(instance),
-        options=space.corpus.embeddings[rows] @ space.caption_projection,
-        text=text_features(space, rows, texts, seen, scratch),
+        options=vectors @ space.caption_projection,
+        text=text_features(texts, vectors, option_bleu(space, rows, texts, edited, scratch), seen),
+        texts=tuple(texts),
     )
 
 
@@ -332,51 +409,51 @@ class SharedFeatureSpace:
 
 
 class ReadInstances(beam.PTransform):
-    """A dataset directory -> its instances of every split (the columns the trainer reads)."""
+    """A dataset directory -> (file, instance) of every split (the columns the trainer reads)."""
 
     def __init__(self, *, dataset: str, splits: tuple[str, ...]):
         super().__init__()
         self._dataset, self._splits = dataset, splits
 
     def expand(self, pipeline):
-        reads = [
+        patterns = [shard_pattern(self._dataset, PARQUET, split) for split in self._splits]
+        return (
             pipeline
-            | f"Read {split}"
-            >> beam.io.ReadFromParquet(
-                shard_pattern(self._dataset, PARQUET, split),
-                columns=list(INSTANCE_COLUMNS),
-            )
-            for split in self._splits
-        ]
-        return reads | "All splits" >> beam.Flatten()
+            | "Patterns" >> beam.Create(patterns)
+            | "Read"
+            >> beam.io.ReadAllFromParquet(with_filename=True, columns=list(INSTANCE_COLUMNS))
+        )
 
 
 class BuildExamples(beam.PTransform):
-    """Instances -> Examples, in parallel; the train split's option texts are a side input."""
+    """(file, instance) -> Examples, in parallel; the train split's option texts are a side
+    input. An instance without the version's ``num_options`` options is an error."""
 
-    def __init__(self, *, space: SharedFeatureSpace):
+    def __init__(self, *, space: SharedFeatureSpace, num_options: int):
         super().__init__()
-        self._space = space
+        self._space, self._num_options = space, num_options
 
     def expand(self, instances):
         seen = (
             instances
-            | "Train" >> beam.Filter(lambda instance: instance["split"] == "train")
-            | "Options" >> beam.FlatMap(lambda instance: instance["options"])
+            | "Train" >> beam.Filter(lambda read: read[1]["split"] == "train")
+            | "Options" >> beam.FlatMap(lambda read: read[1]["options"])
             | "Seen" >> beam.combiners.ToSet()
             | "Freeze" >> beam.Map(frozenset)
         )
         return instances | "Build" >> beam.ParDo(
-            _BuildExample(self._space), seen=beam.pvalue.AsSingleton(seen)
+            _BuildExample(self._space, self._num_options), seen=beam.pvalue.AsSingleton(seen)
         )
 
 
 class _BuildExample(beam.DoFn):
-    def __init__(self, space: SharedFeatureSpace):
-        self._space = space
+    def __init__(self, space: SharedFeatureSpace, num_options: int):
+        self._space, self._num_options = space, num_options
         self._scratch = None
 
-    def process(self, instance: dict, seen: frozenset):
+    def process(self, read: tuple[str, dict], seen: frozenset):
+        path, instance = read
+        check_num_options(instance, self._num_options, path)
         space = self._space.acquire()
         if self._scratch is None:
             self._scratch = space.corpus.ngrams.scratch()  # one per DoFn instance: not thread-safe

@@ -7,13 +7,15 @@ epoch) needs the whole train split and dev split at hand, so
 one worker and fits the models there one after another; what flows on is the
 fitted models (kilobytes to a few MB each), which every evaluating worker
 receives as a side input. Cost: that worker holds every train and dev
-Example ((1 + 5) * dim float32, 6 KB at dim 256) plus the arrays stacked and
+Example ((1 + k) * dim float32, 6 KB at dim 256 and k = 5, and the k option
+texts) plus the arrays stacked and
 scaled from them; on COCO val2017 (20k train and dev instances) the whole
 process peaked at 2.0 GB, so COCO 2014's ~570k need a high-memory worker or a
 smaller ``--dim``.
 
 **Evaluation is parallel.** :class:`Evaluate` scores batches of dev and test
 Examples with every model and counts correct answers per (model, split).
+Chance is 1/k for a version with k options per instance.
 """
 
 import io
@@ -33,7 +35,6 @@ from transforms.trainer.models import FITTERS, Model, TrainConfig, answers
 
 FIT_SPLITS = ("train", "dev")
 EVALUATION_SPLITS = ("dev", "test")
-CHANCE = 0.2
 
 
 def fit_and_write(examples: list[Example], *, config: TrainConfig, output: str) -> Iterator[Model]:
@@ -128,8 +129,9 @@ def split_result(correct: int, total: int) -> dict:
     }
 
 
-def build_metrics(counts: list, models: list) -> dict:
-    """The metrics file: per model, its input, dev/test results and how it was selected."""
+def build_metrics(counts: list, models: list, num_options: int) -> dict:
+    """The metrics file: chance (1/k), and per model its input, dev/test results and how it
+    was selected."""
     by_key = dict(counts)
     rows = []
     for model in (*AUDITS, *sorted(models, key=lambda m: list(FITTERS).index(m.name))):
@@ -146,21 +148,26 @@ def build_metrics(counts: list, models: list) -> dict:
                 "selection": getattr(model, "selection", {}),
             }
         )
-    return {"chance": CHANCE, "models": rows}
+    return {"num_options": num_options, "chance": 1 / num_options, "models": rows}
 
 
 class WriteMetrics(beam.PTransform):
     """Counts + fitted models -> the metrics file (one write, after every count is in)."""
 
-    def __init__(self, *, models, path: str):
+    def __init__(self, *, models, path: str, num_options: int):
         super().__init__()
-        self._models, self._path = models, path
+        self._models, self._path, self._num_options = models, path, num_options
 
     def expand(self, counts):
         return (
             counts
             | "Gather" >> beam.combiners.ToList()
-            | "Metrics" >> beam.Map(build_metrics, models=beam.pvalue.AsList(self._models))
+            | "Metrics"
+            >> beam.Map(
+                build_metrics,
+                models=beam.pvalue.AsList(self._models),
+                num_options=self._num_options,
+            )
             | "Write" >> beam.Map(lambda metrics, path: write_json(path, metrics), self._path)
         )
 

@@ -1,10 +1,11 @@
 """The paper's models (Ding et al. 2016, section 4 and Table 3) in numpy.
 
 Every model turns a :class:`~schemas.examples.Batch` into scores of shape
-(n, 5) and answers with the highest-scoring option, so one accuracy function
-serves them all. Losses and gradients are small pure functions (checked
-against finite differences in the tests); ``fit_*`` functions train on the
-train split and select on dev, as the paper does:
+(n, k) (k options per instance: 5, 4 or 2) and answers with the
+highest-scoring option, so one accuracy function serves them all. Losses and
+gradients are small pure functions (checked against finite differences in the
+tests); ``fit_*`` functions train on the train split and select on dev, as
+the paper does:
 
 - Baseline-I2C / Baseline-C2I: ridge regression image -> target caption /
   target caption -> image, trained on targets only; the answer is the option
@@ -18,9 +19,12 @@ train split and select on dev, as the paper does:
   option) pair (Eq. 3), Adagrad with clipped gradients (section 5.1); the
   answer is the option with the highest "yes" probability.
 - Text-FFNN: the same network without the image: each option's vector, its
-  difference to the mean of the other four, and its length, BLEU hub and PV
-  hub scores relative to the other four. It measures how much of a dataset
+  difference to the mean of the other k - 1, and its length, BLEU hub and PV
+  hub scores relative to the other k - 1. It measures how much of a dataset
   is solvable without looking at the image.
+- Bigram LM: Hodosh & Hockenmaier 2016's text-only baseline, a bigram language
+  model of the train targets; the most probable option wins
+  (``transforms/trainer/language_model.py``).
 
 LinM and the FFNNs keep the epoch with the best dev accuracy.
 """
@@ -35,6 +39,7 @@ from typing import ClassVar
 import numpy as np
 
 from schemas.examples import Batch
+from transforms.trainer.language_model import BigramLM, fit_bigram_lm
 
 MARGIN = 1.0
 RELATIVE_TEXT_FEATURES = ("length", "hub_bleu", "hub_pv")
@@ -210,7 +215,7 @@ def train_epochs(
 
 
 def bilinear_scores(theta: np.ndarray, images: np.ndarray, options: np.ndarray) -> np.ndarray:
-    """f(i, c_j) = i^T Theta c_j for every option, (n, 5)."""
+    """f(i, c_j) = i^T Theta c_j for every option, (n, k)."""
     return np.einsum("ne,nke->nk", images @ theta, options)
 
 
@@ -330,13 +335,13 @@ def yes_probability(params: Params, x: np.ndarray) -> np.ndarray:
 
 
 def others_mean(values: np.ndarray) -> np.ndarray:
-    """For each option, the mean over the other four options (axis 1)."""
+    """For each option, the mean over the other k - 1 options (axis 1)."""
     count = values.shape[1]
     return (values.sum(axis=1, keepdims=True) - values) / (count - 1)
 
 
 def pair_inputs(batch: Batch) -> np.ndarray:
-    """(image, option) concatenated for every pair, (n, 5, 2 dim)."""
+    """(image, option) concatenated for every pair, (n, k, 2 dim)."""
     images = np.broadcast_to(
         batch.images[:, None, :], batch.options.shape[:2] + batch.images.shape[1:]
     )
@@ -344,7 +349,7 @@ def pair_inputs(batch: Batch) -> np.ndarray:
 
 
 def text_inputs(batch: Batch) -> np.ndarray:
-    """Each option alone and relative to the other four, (n, 5, 2 dim + 3); no image."""
+    """Each option alone and relative to the other k - 1, (n, k, 2 dim + 3); no image."""
     relative = np.stack([batch.text_feature(name) for name in RELATIVE_TEXT_FEATURES], axis=2)
     return np.concatenate(
         [
@@ -411,7 +416,12 @@ def fit_classifier(
     return Classifier(name, inputs, scaler, tuple(best), selection)
 
 
-Model = Regression | Bilinear | Classifier
+def fit_target_lm(name: str, train: Batch, dev: Batch, config: TrainConfig) -> BigramLM:
+    """The bigram LM of the train split's targets (nothing to select on dev)."""
+    return fit_bigram_lm(name, train.texts[np.arange(len(train)), train.labels].tolist())
+
+
+Model = Regression | Bilinear | Classifier | BigramLM
 
 FITTERS: dict[str, Callable[[str, Batch, Batch, TrainConfig], Model]] = {
     "Baseline-I2C": functools.partial(fit_regression, direction="i2c"),
@@ -419,4 +429,5 @@ FITTERS: dict[str, Callable[[str, Batch, Batch, TrainConfig], Model]] = {
     "Baseline-LinM": fit_bilinear,
     "FFNN": functools.partial(fit_classifier, inputs="image"),
     "Text-FFNN": functools.partial(fit_classifier, inputs="text"),
+    "Bigram LM": fit_target_lm,
 }
