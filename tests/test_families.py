@@ -26,6 +26,7 @@ def test_madlibs_easy_has_four_options_of_other_images(synthetic_corpus, tmp_pat
     with open(os.path.join(options.output, "statistics.json")) as handle:
         statistics = json.load(handle)
     assert statistics["options_per_instance"] == 4
+    assert statistics["text_only_audit"]["chance"] == pytest.approx(0.25)
 
 
 def test_madlibs_hard_decoys_come_from_the_images_closest_to_the_targets_objects(tmp_path):
