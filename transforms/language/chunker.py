@@ -4,7 +4,7 @@ Hodosh & Hockenmaier (2016, section 3.1) build their binary forced-choice
 tasks from *person mentions* (noun phrases whose head denotes people or a group
 of people, with their clothing) and *scene mentions* (noun phrases whose head
 is a location). No parser model may be downloaded, so this module finds them
-with the word lists of :mod:`transforms.language.lexicons` (/work/exp/chunks_spec.md
+with the word lists of :mod:`transforms.language.lexicons` (tests/data/chunks_val2017.md
 has the definitions the hand-labelled sample follows):
 
 - A *head* is a person or scene noun that is not the modifier of a compound:

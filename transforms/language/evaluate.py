@@ -2,7 +2,7 @@
 
 The labels are JSON lines ``{"caption_id", "person": [chunk, ...], "scene":
 [chunk, ...]}`` whose chunks are token strings of the caption normalised by
-``normalize_caption`` (/work/exp/chunks_spec.md has the definitions); the
+``normalize_caption`` (tests/data/chunks_val2017.md has the definitions); the
 captions themselves are read from the COCO file they come from. Two measures:
 
 - exact: a predicted chunk is right when a labelled chunk of its caption has
