@@ -6,6 +6,7 @@ browser driver package is needed; Debian's ``chromium`` is all.
 """
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -17,6 +18,7 @@ import time
 import pytest
 
 TIMEOUT = 60  # seconds for one protocol reply or awaited event
+KEYS = {"Enter": 13, "ArrowDown": 40, "ArrowUp": 38, "ArrowRight": 39}  # virtual key codes
 
 
 class Browser:
@@ -160,11 +162,9 @@ class Browser:
                 clickCount=1,
             )
 
-    KEYS = {"Enter": 13, "ArrowDown": 40, "ArrowUp": 38, "ArrowRight": 39}
-
     def press(self, key: str) -> None:
         """A key press as a keyboard makes it: a digit types its character."""
-        code = self.KEYS.get(key, ord(key[0].upper()))
+        code = KEYS.get(key, ord(key[0].upper()))
         text = {"text": key} if len(key) == 1 else ({"text": "\r"} if key == "Enter" else {})
         self.call(
             "Input.dispatchKeyEvent", type="keyDown", key=key, windowsVirtualKeyCode=code, **text
@@ -192,10 +192,8 @@ class Browser:
         return base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, OSError, TimeoutError):
             self.browser_call("Browser.close")
-        except (RuntimeError, OSError, TimeoutError):
-            pass
         self._process.wait(timeout=TIMEOUT)
         os.close(self._send)
         os.close(self._receive)

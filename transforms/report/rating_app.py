@@ -75,8 +75,8 @@ function image(item) {
     return `<div class="placeholder" data-image-kind="missing">image not available<br>` +
       `${escape(item.image_file)}</div>`;
   }
-  return `<img src="${escape(item.image.src)}" alt="image ${escape(item.image_file)} (not loaded)" ` +
-    `data-image-kind="${item.image.kind}">`;
+  return `<img src="${escape(item.image.src)}" data-image-kind="${item.image.kind}" ` +
+    `alt="image ${escape(item.image_file)} (not loaded)">`;
 }
 function escape(text) {
   const span = document.createElement("span");
@@ -95,6 +95,7 @@ function progress() {
 
 function show() {
   $("start-form").hidden = true;
+  document.activeElement.blur();  // keys go to the questions, not the hidden rater id field
   $("task").hidden = false;
   progress();
   cursor = -1;

@@ -102,7 +102,8 @@ def read_answers(name: str, data: bytes) -> tuple[list[Answer], list[str]]:
     if text.lstrip().startswith("{"):
         try:
             document = json.loads(text)
-            rows = [{"rater": document["rater"], **row} for row in document["answers"]]
+            rater = document["rater"]
+            rows = [{"rater": rater, **row} for row in document["answers"]]
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise InputError(
                 f"{name}: not an answers file the rating app exports ({error}); expected "
