@@ -319,22 +319,26 @@ def table_text(table: dict, title: str) -> str:
     lines = [
         title,
         f"{n:,} instances answered by {raters} raters each"
-        + (f"; {table['incomplete']:,} with fewer answers" if table["incomplete"] else "")
-        + (f"; {table['over_rated']:,} with more" if table["over_rated"] else "")
-        + " (those are left out of the table)",
+        + (
+            f"; left out of the table: {table['incomplete']:,} with fewer answers, "
+            f"{table['over_rated']:,} with more"
+            if table["incomplete"] or table["over_rated"]
+            else ""
+        ),
         "",
-        f"{'system':<34}{'right':>14}  {'accuracy':>15}",
+        f"{'system':<34}{'right':>15}  {'accuracy':>14}",
     ]
     for name, value in (
         ("1-human (correct responses)", table["one_human"]),
         (f"{raters}-human (>= {majority(raters)} of {raters} right)", table["n_human"]),
     ):
-        lines.append(f"{name:<34}{value['count']:>6,} / {value['of']:<6,}  {_percent(value)}")
-    lines += ["", f"{'raters right':<14}{'instances':>10}  {'exactly':>15}  {'at least':>15}"]
+        right = f"{value['count']:,} / {value['of']:,}"
+        lines.append(f"{name:<34}{right:>15}  {_percent(value):>14}")
+    lines += ["", f"{'raters right':<14}{'instances':>10}  {'exactly':>14}  {'at least':>14}"]
     for j, row in table["agreement"].items():
         lines.append(
-            f"{f'{j}/{raters}':<14}{row['exactly']['count']:>10,}  {_percent(row['exactly'])}  "
-            f"{_percent(row['at_least'])}"
+            f"{f'{j}/{raters}':<14}{row['exactly']['count']:>10,}  "
+            f"{_percent(row['exactly']):>14}  {_percent(row['at_least']):>14}"
         )
     lines.append(f"\nchance (one over the options, averaged): {100 * table['chance']:.1f}%")
     return "\n".join(lines)
