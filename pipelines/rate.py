@@ -253,7 +253,12 @@ def answer_files(patterns: str) -> list[str]:
         found = list_files(pattern)
         if not found:
             raise InputError(f"--answers {pattern}: no such file")
-        paths += [path for path in found if path not in paths]
+        for path in found:
+            if path in paths:
+                raise InputError(
+                    f"--answers: {path} is named twice (again by {pattern}); name each file once"
+                )
+            paths.append(path)
     if not paths:
         raise InputError("--answers is empty: give the answers files")
     return paths

@@ -490,5 +490,28 @@ def test_bad_input_is_one_line_naming_it(job, tmp_path, capsys):
     assert error(["export", "--dataset", str(tmp_path), "--output", "o", "--raters", "0"]) == (
         "error: --raters 0: must be at least 1"
     )
+    answers = tmp_path / "a.json"
+    answers.write_text('{"rater": "r", "answers": []}')
+    assert error(["import", "--job", str(job), "--answers", f"{answers},{tmp_path}/*.json"]) == (
+        f"error: --answers: {answers} is named twice (again by {tmp_path}/*.json); name each "
+        "file once"
+    )
     assert error(["rate"]).startswith("usage: dmc-rate {export,import,filter}")
     assert not os.path.exists("o")
+
+
+def test_the_job_depends_on_the_seed_only(small_dataset, job, tmp_path, capsys):
+    """The same seed writes the same files (the app, crowd.csv, the key); another seed asks
+    other instances."""
+    version, _ = small_dataset
+    argv = ["--instances", str(INSTANCES), "--training", str(TRAINING_ITEMS), "--gold"]
+    for seed, folder in (("3", "same"), ("3", "again"), ("4", "other")):
+        output = ["export", "--dataset", version, "--output", str(tmp_path / folder)]
+        assert main([*output, *argv, str(GOLD_ITEMS), "--seed", seed]) == 0
+    capsys.readouterr()
+    same, again, other = tmp_path / "same", tmp_path / "again", tmp_path / "other"
+    for name in (JOB_FILE, CROWD_FILE):
+        assert (same / name).read_bytes() == (job / name).read_bytes()  # --images aside
+    for name in (JOB_FILE, CROWD_FILE, f"{APP_DIRECTORY}/{APP_FILE}"):
+        assert (same / name).read_bytes() == (again / name).read_bytes()
+    assert set(labels(other)) != set(labels(job))
