@@ -525,14 +525,27 @@ SUBCOMMANDS = {
     "import": (RateImportOptions, IMPORT, import_answers),
     "filter": (RateFilterOptions, FILTER, filter_version),
 }
-USAGE = "usage: dmc-rate {export,import,filter} ... (dmc-rate export --help for one's options)"
+USAGE = "usage: dmc-rate {export,import,filter} [option ...]"
+
+
+def overview() -> str:
+    """``dmc-rate --help``: the subcommands, each with what it does."""
+    commands = "\n\n".join(
+        f"{name}: {command.description}\n  {command.example}"
+        for name, (_, command, _) in SUBCOMMANDS.items()
+    )
+    return f"{USAGE}\n\n{commands}\n\ndmc-rate COMMAND --help lists a command's options."
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["-h"], ["--help"]):
+        print(overview())
+        sys.exit(0)  # as argparse's --help does
     if not argv or argv[0] not in SUBCOMMANDS:
-        print(USAGE, file=sys.stdout if argv[:1] in (["-h"], ["--help"]) else sys.stderr)
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+        got = f"unknown command {argv[0]!r}" if argv else "no command"
+        print(f"error: {got}; {USAGE}", file=sys.stderr)
+        return 2
     options_type, command, run = SUBCOMMANDS[argv[0]]
     return cli(argv[1:], lambda options, _: run(options), options_type, command=command)
 

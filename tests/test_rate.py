@@ -496,7 +496,9 @@ def test_bad_input_is_one_line_naming_it(job, tmp_path, capsys):
         f"error: --answers: {answers} is named twice (again by {tmp_path}/*.json); name each "
         "file once"
     )
-    assert error(["rate"]).startswith("usage: dmc-rate {export,import,filter}")
+    assert error(["rate"]) == (
+        "error: unknown command 'rate'; usage: dmc-rate {export,import,filter} [option ...]"
+    )
     assert not os.path.exists("o")
 
 
@@ -515,3 +517,18 @@ def test_the_job_depends_on_the_seed_only(small_dataset, job, tmp_path, capsys):
     for name in (JOB_FILE, CROWD_FILE, f"{APP_DIRECTORY}/{APP_FILE}"):
         assert (same / name).read_bytes() == (again / name).read_bytes()
     assert set(labels(other)) != set(labels(job))
+
+
+@pytest.mark.parametrize("name", ["export", "import", "filter"])
+def test_help_names_the_subcommand_and_promises_no_beam_options(name, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main([name, "--help"])
+    assert exited.value.code == 0
+    text = capsys.readouterr().out
+    words = " ".join(text.split())
+    assert text.startswith(f"usage: dmc-rate {name} --")
+    assert f"example: dmc-rate {name} --" in words
+    assert "No other flag is taken" in words and "Apache Beam" not in words
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert f"{name}: " in capsys.readouterr().out
