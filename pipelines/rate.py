@@ -65,6 +65,7 @@ from transforms.files import (
     write_file,
     write_json,
 )
+from transforms.report.card import CARD_FILE
 from transforms.report.preview import image_source
 from transforms.report.rating_app import render_app
 from transforms.report.ratings import (
@@ -76,6 +77,7 @@ from transforms.report.ratings import (
     Item,
     check_answers,
     failed_gold,
+    filter_card_section,
     gold_scores,
     instance_results,
     kept_instances,
@@ -466,6 +468,8 @@ def filter_version(options: RateFilterOptions) -> str:
         "human_filter": human_filter,
     }
     write_card(directory, manifest, statistics)
+    card = FileSystems.join(directory, CARD_FILE)
+    write_file(card, read_file(card) + filter_card_section(human_filter).encode("utf-8"))
     manifest["files"] = checked_inventory(directory, counters)
     write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)
     publish(

@@ -352,3 +352,19 @@ def kept_instances(results: list[dict], raters: int, min_right: int) -> list[str
         for result in results
         if result["answers"] == raters and result["right"] >= min_right
     ]
+
+
+def filter_card_section(human_filter: dict) -> str:
+    """What the card of a human-filtered subset adds: where its rated split comes from."""
+    rule = f"at least {human_filter['min_right']} of {human_filter['raters']} raters right"
+    return f"""
+## Human filter
+
+This version is a subset of version `{human_filter["source"]}`: its
+`{human_filter["split"]}` split holds the {human_filter["kept"]:,} instances human raters
+answered with {rule}, of the {human_filter["fully_rated"]:,} instances every rater answered
+(rating job `{human_filter["job"]}`; {human_filter["split_instances"]:,} instances in the
+source's split). The other splits are the source's. The ratings and their checksums are
+named in `manifest.json` (`human_filter`); the statistics, plots and audit above describe
+this subset.
+"""
