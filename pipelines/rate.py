@@ -24,6 +24,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
 import sys
 from datetime import datetime, timezone
 
@@ -37,7 +38,7 @@ from pipelines.options import (
     RateFilterOptions,
     RateImportOptions,
 )
-from pipelines.preview import copy_images, is_directory, sampled_split
+from pipelines.preview import check_images, copy_images, sampled_split
 from pipelines.runner import cli
 from pipelines.versions import (
     MANIFEST_FILE,
@@ -70,6 +71,7 @@ from transforms.report.preview import image_source
 from transforms.report.rating_app import render_app
 from transforms.report.ratings import (
     GOLD,
+    MALFORMED,
     RATED,
     TOO_FAST,
     TRAINING,
@@ -173,11 +175,8 @@ def export(options: RateExportOptions) -> str:
     options.validate()
     check_location(options.dataset, "dataset")
     check_location(options.output, "output")
-    if options.images and not is_directory(options.images):
-        raise InputError(
-            f"--images {options.images}: not a directory; give the folder holding the images' "
-            "files (named as their image_file)"
-        )
+    if options.images:
+        check_images(options.images)
     version = completed_dataset(options.dataset)
     check_writable(options.output)
     available, rated = sampled_split(version, options.split, options.instances, options.seed)
@@ -212,7 +211,8 @@ def export(options: RateExportOptions) -> str:
     job = {
         "job": name,
         "version": version_name(version),
-        "dataset": version,
+        # absolute, so the import finds the version from any working directory
+        "dataset": version if FileSystems.get_scheme(version) else os.path.abspath(version),
         "split": options.split,
         "split_instances": available,
         "raters": options.raters,
@@ -277,6 +277,20 @@ def answers_csv(answers: list[Answer]) -> bytes:
     return buffer.getvalue().encode("utf-8")
 
 
+def read_answer_files(paths: list[str]) -> tuple[list[Answer], list[str], list[dict]]:
+    """(answers, malformed rows, each file's path, checksum and counts), in the order given."""
+    answers, malformed, files = [], [], []
+    for path in paths:
+        data = read_file(path)
+        read, bad = read_answers(path, data)
+        answers += read
+        malformed += bad
+        files.append(
+            {"path": path, **fingerprint(data), "answers": len(read), "malformed": len(bad)}
+        )
+    return answers, malformed, files
+
+
 def _examples(values: list[str]) -> dict:
     return {"count": len(values), "examples": values[:EXAMPLES]}
 
@@ -288,16 +302,7 @@ def import_answers(options: RateImportOptions) -> str:
     job = read_job(options.job)
     items = job_items(job)
     version = completed_dataset(job["dataset"])
-    paths = answer_files(options.answers)
-    answers, files, malformed = [], [], []
-    for path in paths:
-        data = read_file(path)
-        read, bad = read_answers(path, data)
-        answers += read
-        malformed += bad
-        files.append(
-            {"path": path, **fingerprint(data), "answers": len(read), "malformed": len(bad)}
-        )
+    answers, malformed, files = read_answer_files(answer_files(options.answers))
     checked = check_answers(
         answers, items, min_seconds=options.min_seconds, drop_too_fast=options.drop_too_fast
     )
@@ -320,7 +325,7 @@ def import_answers(options: RateImportOptions) -> str:
     text = table_text(table, title)
     skipped = {reason: _examples(values) for reason, values in sorted(checked.skipped.items())}
     if malformed:
-        skipped["malformed"] = _examples(malformed)
+        skipped[MALFORMED] = _examples(malformed)
     too_fast = [
         f"{a.where}: rater {a.rater}, {a.example_id}: {a.seconds}s" for a in checked.too_fast
     ]
