@@ -277,12 +277,12 @@ def answers_csv(answers: list[Answer]) -> bytes:
     return buffer.getvalue().encode("utf-8")
 
 
-def read_answer_files(paths: list[str]) -> tuple[list[Answer], list[str], list[dict]]:
+def read_answer_files(paths: list[str], job: str) -> tuple[list[Answer], list[str], list[dict]]:
     """(answers, malformed rows, each file's path, checksum and counts), in the order given."""
     answers, malformed, files = [], [], []
     for path in paths:
         data = read_file(path)
-        read, bad = read_answers(path, data)
+        read, bad = read_answers(path, data, job)
         answers += read
         malformed += bad
         files.append(
@@ -302,7 +302,7 @@ def import_answers(options: RateImportOptions) -> str:
     job = read_job(options.job)
     items = job_items(job)
     version = completed_dataset(job["dataset"])
-    answers, malformed, files = read_answer_files(answer_files(options.answers))
+    answers, malformed, files = read_answer_files(answer_files(options.answers), job["job"])
     checked = check_answers(
         answers, items, min_seconds=options.min_seconds, drop_too_fast=options.drop_too_fast
     )

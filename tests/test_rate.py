@@ -196,6 +196,9 @@ def test_answers_files_of_the_app_and_of_a_crowd_platform_read_alike():
     assert read_answers("batch.csv", crowd)[1] == ["batch.csv: row 3: no option"]
     with pytest.raises(InputError, match=r"x\.csv: no column option, seconds \(crowd results: "):
         read_answers("x.csv", b"rater,example_id\nr,a\n")
+    with pytest.raises(InputError, match=r"a\.json: answers of job j, not of k; import each"):
+        read_answers("a.json", app_json, job="k")
+    assert read_answers("a.json", app_json, job="j")[0][0].rater == "r1"
     with pytest.raises(InputError, match=r"y\.json: not an answers file"):
         read_answers("y.json", b'{"answers": []}')
 

@@ -86,9 +86,10 @@ def _column(header: list[str], names: tuple[str, ...]) -> str | None:
     return next((name for name in names if name in header), None)
 
 
-def read_answers(name: str, data: bytes) -> tuple[list[Answer], list[str]]:
+def read_answers(name: str, data: bytes, job: str | None = None) -> tuple[list[Answer], list[str]]:
     """(answers, malformed rows) of one answers file: the app's JSON or CSV, or a crowd
-    platform's results CSV. ``name`` names the file in messages.
+    platform's results CSV. ``name`` names the file in messages; a JSON file naming a job
+    other than ``job`` is refused (its instances may overlap this job's).
 
     >>> text = b"rater,example_id,option,seconds\\nr1,1_0,2,3.5\\nr1,1_1,x,1\\n"
     >>> answers, bad = read_answers("a.csv", text)
@@ -109,6 +110,11 @@ def read_answers(name: str, data: bytes) -> tuple[list[Answer], list[str]]:
                 f"{name}: not an answers file the rating app exports ({error}); expected "
                 '{"rater": ..., "answers": [{"example_id", "option", "seconds"}, ...]}'
             ) from error
+        if job is not None and document.get("job", job) != job:
+            raise InputError(
+                f"{name}: answers of job {document['job']}, not of {job}; import each job's "
+                "answers with its own --job"
+            )
         first_row = 1
     else:
         reader = csv.DictReader(io.StringIO(text))
