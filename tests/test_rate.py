@@ -429,7 +429,7 @@ def test_the_app_is_answered_in_chromium_and_the_import_reports_the_chosen_table
     assert manifest["human_filter"]["ratings"] == str(ratings)
     assert sorted(row["example_id"] for row in read_dev(subset)) == kept
     card_text = (pathlib.Path(subset) / "README.md").read_text()
-    assert f"holds the {len(kept)} instances human raters" in " ".join(card_text.split())
+    assert f"holds the {len(kept)} instances the raters" in " ".join(card_text.split())
     source, filtered = version_files(version), version_files(subset)
     same = {
         path for path in source if not path.startswith(("parquet/dev", "tfrecord/dev", "mcic/dev"))

@@ -367,7 +367,7 @@ def filter_card_section(human_filter: dict) -> str:
 ## Human filter
 
 This version is a subset of version `{human_filter["source"]}`: its
-`{human_filter["split"]}` split holds the {human_filter["kept"]:,} instances human raters
+`{human_filter["split"]}` split holds the {human_filter["kept"]:,} instances the raters
 answered with {rule}, of the {human_filter["fully_rated"]:,} instances every rater answered
 (rating job `{human_filter["job"]}`; {human_filter["split_instances"]:,} instances in the
 source's split). The other splits are the source's. The ratings and their checksums are
