@@ -88,6 +88,7 @@ from transforms.report.ratings import (
     table_two,
 )
 from transforms.seeds import keyed_int, keyed_rng
+from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.audit import audit_dataset
 
 JOB_FILE = "job.json"
@@ -395,13 +396,14 @@ def write_subset(directory: str, source: str, split: str, kept: list[dict]) -> d
     """Copies the source version's files but the rated split's shards, writes that split's
     kept instances as one shard per format; returns the records written per shard name."""
     manifest = read_manifest(source)
-    shard_prefixes = tuple(f"{form.directory}/" for form in instance_formats(split))
+    formats = instance_formats(split, STRATEGIES[manifest["options"]["decoys"]].num_options)
+    shard_prefixes = tuple(f"{form.directory}/" for form in formats)
     for entry in manifest["files"]:
         if not entry["path"].startswith(shard_prefixes):
             path = entry["path"]
             write_file(FileSystems.join(directory, path), read_file(FileSystems.join(source, path)))
     rows = sorted(kept, key=lambda row: row["example_id"])
-    for form in instance_formats(split):
+    for form in formats:
         write_file(shard_path(directory, form, split, 0, 1), form.encode(rows))
     return {**manifest["metrics"], f"write/records_{split}": len(rows)}
 

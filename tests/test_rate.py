@@ -11,6 +11,7 @@ import pathlib
 import pytest
 from matplotlib.image import imsave
 
+from pipelines.options import GenerateOptions
 from pipelines.rate import (
     ANSWERS_FILE,
     APP_DIRECTORY,
@@ -24,6 +25,7 @@ from pipelines.rate import (
 from pipelines.versions import completed_dataset, read_manifest, verify_version
 from schemas.layout import PARQUET, shard_pattern
 from tests.browser import Browser
+from tests.conftest import SMALL, generated
 from tests.version_checks import version_files
 from transforms.errors import InputError
 from transforms.files import read_parquet_files
@@ -223,12 +225,17 @@ def read_dev(version: str) -> list[dict]:
     ]
 
 
+def dev_images(version: str, folder: pathlib.Path) -> pathlib.Path:
+    """A picture for every dev image, so every rated question shows a copied file."""
+    for index, name in enumerate(sorted({row["image_file"] for row in read_dev(version)})):
+        (folder / name).write_bytes(png((0.2 + index % 5 * 0.15, 0.5, 0.8 - index % 3 * 0.2)))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def job(small_dataset, tmp_path_factory) -> pathlib.Path:
     version, _ = small_dataset
-    images = tmp_path_factory.mktemp("images")
-    for index, name in enumerate(sorted({row["image_file"] for row in read_dev(version)})):
-        (images / name).write_bytes(png((0.2 + index % 5 * 0.15, 0.5, 0.8 - index % 3 * 0.2)))
+    images = dev_images(version, tmp_path_factory.mktemp("images"))
     output = tmp_path_factory.mktemp("job")
     argv = ["export", "--dataset", version, "--output", str(output), "--images", str(images)]
     counts = ["--instances", str(INSTANCES), "--training", str(TRAINING_ITEMS)]
@@ -285,6 +292,11 @@ def rate(browser: Browser, rater: str, key: dict[str, dict], plan, how: str, rel
         )
         assert marked == [key[shown["id"]]["label"]]
         browser.press("Enter")
+    return rate_questions(browser, key, plan, how, reload_at)
+
+
+def rate_questions(browser: Browser, key: dict[str, dict], plan, how: str, reload_at=None):
+    """Answers every question left as ``plan`` says; see :func:`rate`."""
     chosen, orders = {}, {}
     for index in range(QUESTIONS):
         shown = card(browser)
@@ -537,3 +549,65 @@ def test_help_names_the_subcommand_and_promises_no_beam_options(name, capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert f"{name}: " in capsys.readouterr().out
+
+
+def test_four_option_instances_are_asked_scored_and_filtered_as_four(
+    synthetic_corpus, tmp_path, capsys
+):
+    """madlibs_easy (k = 4): four options shown, the key 5 does nothing, chance is 25%, and
+    the subset is a four-option version (no MCIC text files, which hold five)."""
+    options = GenerateOptions(
+        input=synthetic_corpus, output=str(tmp_path / "easy"), decoys="madlibs_easy", **SMALL
+    )
+    version = generated(options)[0]
+    job_folder = tmp_path / "job"
+    (tmp_path / "images").mkdir()
+    counts = ["--instances", str(INSTANCES), "--training", str(TRAINING_ITEMS)]
+    argv = ["export", "--dataset", version, "--output", str(job_folder), "--raters", "1"]
+    images = dev_images(version, tmp_path / "images")
+    assert main([*argv, *counts, "--gold", str(GOLD_ITEMS), "--images", str(images)]) == 0
+    key = labels(job_folder)
+    assert {len(item["options"]) for item in key.values()} == {4}
+    with open(job_folder / CROWD_FILE, encoding="utf-8") as handle:
+        header = next(csv.reader(handle))
+    assert "option_4" in header and "option_5" not in header
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    browser = Browser()
+    try:
+        browser.allow_downloads(str(downloads))
+        browser.load((job_folder / APP_DIRECTORY / APP_FILE).as_uri())
+        browser.click("#rater-id")
+        browser.type_text("k4")
+        browser.press("Enter")
+        for _ in range(TRAINING_ITEMS):
+            browser.press("Enter")
+        first = card(browser)
+        browser.press("5")
+        assert card(browser) == first  # no fifth option: nothing answered
+        browser.reload()
+        chosen, _ = rate_questions(browser, key, lambda i, item: True, "key")
+        answers = download(browser, "#csv", downloads)
+    finally:
+        browser.close()
+    assert len(chosen) == QUESTIONS
+    output = tmp_path / "ratings"
+    assert (
+        main(
+            ["import", "--job", str(job_folder), "--answers", str(answers), "--output", str(output)]
+        )
+        == 0
+    )
+    table = json.loads((output / REPORT_FILE).read_text())["table"]
+    assert table["chance"] == pytest.approx(0.25)
+    assert (table["one_human"]["count"], table["one_human"]["of"]) == (INSTANCES, INSTANCES)
+    assert "chance (one over the options, averaged): 25.0%" in capsys.readouterr().out
+    subset_root = tmp_path / "subset"
+    assert (
+        main(["filter", "--ratings", str(output), "--output", str(subset_root), "--min_right", "1"])
+        == 0
+    )
+    subset = completed_dataset(str(subset_root))
+    rows = read_dev(subset)
+    assert len(rows) == INSTANCES and {len(row["options"]) for row in rows} == {4}
+    assert not [path for path in version_files(subset) if path.startswith("mcic/")]
