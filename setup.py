@@ -35,6 +35,7 @@ setuptools.setup(
             "dmc-optimize = pipelines.optimize:main",
             "dmc-make-corpus = pipelines.make_corpus:main",
             "dmc-preview = pipelines.preview:main",
+            "dmc-rate = pipelines.rate:main",
         ],
     },
     extras_require={

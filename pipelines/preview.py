@@ -60,6 +60,15 @@ def is_directory(path: str) -> bool:
     return bool(FileSystems.match([FileSystems.join(path, "*")], [1])[0].metadata_list)
 
 
+def check_images(images: str) -> None:
+    """``--images`` must be a folder (or a prefix holding files in an object store)."""
+    if not is_directory(images):
+        raise InputError(
+            f"--images {images}: not a directory; give the folder holding the images' "
+            "files (named as their image_file)"
+        )
+
+
 def copy_images(instances: list[dict], images: str, output: str) -> set[str]:
     """Copies the instances' image files found in ``images`` to OUTPUT/images/; returns
     the names copied."""
@@ -77,11 +86,8 @@ def run(options: PreviewOptions) -> str:
     options.validate()
     check_location(options.dataset, "dataset")
     check_location(options.output, "output")
-    if options.images and not is_directory(options.images):
-        raise InputError(
-            f"--images {options.images}: not a directory; give the folder holding the images' "
-            "files (named as their image_file)"
-        )
+    if options.images:
+        check_images(options.images)
     version = completed_dataset(options.dataset)
     check_writable(options.output)
     samples = {

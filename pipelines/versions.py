@@ -49,6 +49,10 @@ LATEST_LINK = "latest"
 MANIFEST_FILE = "manifest.json"
 # OUTPUT/versions/<version>/evaluation: added by regenerate --train (not "train", a split's name)
 EVALUATION_DIRECTORY = "evaluation"
+# OUTPUT/versions/<version>/ratings/<job>: added by dmc-rate import (human ratings of it)
+RATINGS_DIRECTORY = "ratings"
+# Added to a completed version later, by other commands: not among the files it lists.
+ADDED_LATER = (f"{EVALUATION_DIRECTORY}/", f"{RATINGS_DIRECTORY}/")
 # Files of a version directory that are not part of the dataset the manifest lists.
 NOT_LISTED = (COMPLETE_FILE, MANIFEST_FILE, LOCK_FILE)
 # Options that say where and how fast, not what: they do not change a record.
@@ -100,9 +104,7 @@ def version_paths(directory: str) -> list[str]:
     prefix = directory.rstrip("/") + "/"
     relative = (path[len(prefix) :] for path in list_files(FileSystems.join(directory, "**")))
     return [
-        path
-        for path in relative
-        if path not in NOT_LISTED and not path.startswith(f"{EVALUATION_DIRECTORY}/")
+        path for path in relative if path not in NOT_LISTED and not path.startswith(ADDED_LATER)
     ]
 
 

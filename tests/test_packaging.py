@@ -84,6 +84,7 @@ def test_console_scripts_run_each_entry_points_main_which_returns_the_exit_code(
         "dmc-optimize",
         "dmc-make-corpus",
         "dmc-preview",
+        "dmc-rate",
     }
     for script in scripts:
         main = script.load()
