@@ -44,9 +44,12 @@ class MadlibsEasy(RandomDecoys):
     name = "madlibs_easy"
     num_options = 4
     summary = (
-        "Visual Madlibs' easy multiple choice: 3 captions of other images drawn at random; "
-        "text-only at chance, easy for image models"
+        "Visual Madlibs' easy multiple choice: 3 captions of other images of the target's "
+        "split drawn at random; text-only at chance, easy for image models"
     )
+    # The split pool by default: drawn from the whole corpus, dev and test decoys are mostly
+    # training captions and the target never is (on val2017 the novelty guess got 31.9%).
+    pools = ("split", "all")
     filterable = False
 
 
