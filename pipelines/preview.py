@@ -81,8 +81,9 @@ def copy_images(instances: list[dict], images: str, output: str) -> set[str]:
     return copied
 
 
-def run(options: PreviewOptions) -> str:
-    """Writes the preview; returns the path of its index.html."""
+def checked_version(options) -> str:
+    """The checks of a command that reads a completed version (``--dataset``, ``--images``)
+    and writes a folder (``--output``); returns the version's directory."""
     options.validate()
     check_location(options.dataset, "dataset")
     check_location(options.output, "output")
@@ -90,6 +91,12 @@ def run(options: PreviewOptions) -> str:
         check_images(options.images)
     version = completed_dataset(options.dataset)
     check_writable(options.output)
+    return version
+
+
+def run(options: PreviewOptions) -> str:
+    """Writes the preview; returns the path of its index.html."""
+    version = checked_version(options)
     samples = {
         split: sampled_split(version, split, options.per_split, options.seed) for split in SPLITS
     }

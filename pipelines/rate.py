@@ -38,7 +38,7 @@ from pipelines.options import (
     RateFilterOptions,
     RateImportOptions,
 )
-from pipelines.preview import check_images, copy_images, sampled_split
+from pipelines.preview import checked_version, copy_images, sampled_split
 from pipelines.runner import cli
 from pipelines.versions import (
     MANIFEST_FILE,
@@ -173,13 +173,7 @@ def crowd_csv(questions: list[dict], seed: int, image_base_url: str) -> tuple[by
 
 def export(options: RateExportOptions) -> str:
     """Writes the job's folder; returns what to print."""
-    options.validate()
-    check_location(options.dataset, "dataset")
-    check_location(options.output, "output")
-    if options.images:
-        check_images(options.images)
-    version = completed_dataset(options.dataset)
-    check_writable(options.output)
+    version = checked_version(options)
     available, rated = sampled_split(version, options.split, options.instances, options.seed)
     _, from_train = sampled_split(version, "train", options.training + options.gold, options.seed)
     if len(from_train) < options.training + options.gold:
