@@ -34,7 +34,7 @@ from transforms.trainer.fit import EVALUATION_SPLITS, build_metrics, count_corre
 from transforms.trainer.models import FITTERS, TrainConfig
 
 LEARNED_AUDITS = ("Text-FFNN", "Bigram LM")
-AT_CHANCE_DEVIATIONS = 3.0  # binomial standard deviations above chance still read as chance
+AT_CHANCE_DEVIATIONS = 3.0  # binomial standard deviations from chance still read as chance
 
 
 @dataclass(frozen=True)
@@ -66,16 +66,20 @@ def sample(instances: list[dict], size: int, seed: int) -> list[dict]:
 
 
 def verdict(metrics: dict) -> dict:
-    """The best text-only row on test (dev when there is no test) and whether it is chance."""
+    """The text-only row furthest from chance on test (dev when there is no test), and whether
+    it is still chance. Below chance gives the target away too: a model that avoids the
+    target marks it (on two options, its reverse answer is right)."""
     split = next(s for s in reversed(EVALUATION_SPLITS) if s in metrics["models"][0])
-    best = max(metrics["models"], key=lambda row: row[split]["accuracy"])
-    result, chance = best[split], metrics["chance"]
-    bound = chance + AT_CHANCE_DEVIATIONS * math.sqrt(chance * (1 - chance) / result["total"])
-    at_chance = result["accuracy"] <= bound
+    chance = metrics["chance"]
+    best = max(metrics["models"], key=lambda row: abs(row[split]["accuracy"] - chance))
+    result = best[split]
+    bound = AT_CHANCE_DEVIATIONS * math.sqrt(chance * (1 - chance) / result["total"])
+    at_chance = abs(result["accuracy"] - chance) <= bound
+    side = "ABOVE" if result["accuracy"] > chance else "BELOW"
     line = (
-        f"text-only best: {100 * result['accuracy']:.1f}% on {split} ({best['model']}; "
-        f"chance {100 * chance:.0f}%): "
-        + ("at chance" if at_chance else "ABOVE CHANCE: the options give the target away")
+        f"text-only furthest from chance: {100 * result['accuracy']:.1f}% on {split} "
+        f"({best['model']}; chance {100 * chance:.0f}%): "
+        + ("at chance" if at_chance else f"{side} CHANCE: the options give the target away")
     )
     return {"model": best["model"], "split": split, **result, "at_chance": at_chance, "line": line}
 
