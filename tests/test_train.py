@@ -276,7 +276,7 @@ def edited_instances(version: str) -> list[dict]:
     return [row for row in rows if any(row["option_edits"])]
 
 
-def test_an_edited_options_vector_and_features_come_from_its_text(four_options):
+def test_an_edited_instances_vectors_are_all_inferred_and_features_come_from_texts(four_options):
     config = TrainOptions(dataset=four_options, output="").feature_config(four_options)
     space = load_feature_space(config)
     model = load_model(os.path.join(four_options, "pv", "doc2vec.model"))
@@ -287,9 +287,11 @@ def test_an_edited_options_vector_and_features_come_from_its_text(four_options):
         edits = zip(instance["options"], instance["option_edits"], strict=True)
         [text] = [option for option, edit in edits if edit]
         edited = example.texts.index(text)
-        rng = keyed_rng(config.seed, f"infer {text}")
-        vector = infer_unit_vector(model, text.split(), rng)
-        np.testing.assert_allclose(example.options[edited], vector @ space.caption_projection)
+        for k, option in enumerate(example.texts):  # every option's: inferred alike
+            rng = keyed_rng(config.seed, f"infer {option}")
+            inferred = infer_unit_vector(model, option.split(), rng)
+            np.testing.assert_allclose(example.options[k], inferred @ space.caption_projection)
+        vector = infer_unit_vector(model, text.split(), keyed_rng(config.seed, f"infer {text}"))
         assert example.text[edited, 0] == len(text.split())
         # PV-DBOW is a bag of words: reversing a caption keeps close to its vector.
         source = instance["option_caption_ids"][instance["options"].index(text)]

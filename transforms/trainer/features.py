@@ -369,6 +369,11 @@ def build_example(
 ) -> Example:
     """``seen``: the option texts of the train split (the novelty guess's memory).
 
+    An instance with an edited option gets every option's PV vector inferred from its text:
+    corpus captions' vectors were trained on them and edited texts' cannot be, so mixing the
+    two lets any learned model tell the caption from the edit without reading it (on COCO
+    val2017's switch_people a Text-FFNN got 90% that way).
+
     The example holds the options in text order, not the file's shuffled order:
     every text-only function then sees an option set the same way in each of
     its instances, and ties go to the same text (what closed sets rely on).
@@ -383,9 +388,10 @@ def build_example(
             f"{space.config.dataset}: instance {instance['example_id']}: option caption {missing} "
             "is not in corpus/captions.parquet: the dataset's files do not belong together"
         ) from None
-    vectors = space.corpus.embeddings[rows]
-    for k in np.flatnonzero(edited):
-        vectors[k] = space.inferred_vector(texts[k])
+    if any(edited):  # all inferred: a trained vector beside inferred ones would mark the caption
+        vectors = np.stack([space.inferred_vector(text) for text in texts])
+    else:
+        vectors = space.corpus.embeddings[rows]
     return Example(
         example_id=instance["example_id"],
         split=instance["split"],
