@@ -379,7 +379,7 @@ def check_forced_choice(
         if task in ("share_person", "share_scene", "just_scene_plus"):
             source = caption[decoy_source]
             assert not edit and source["text"].split() == decoy, row
-            assert source["split"] == "train" and source["image_id"] != target["image_id"]
+            assert source["split"] == target["split"] and source["image_id"] != target["image_id"]
             assert main_chunk(chunk(decoy), kind).lemma == main.lemma, row
             continue
         assert edit.startswith(f"{task}:") and decoy_source == target["caption_id"], row

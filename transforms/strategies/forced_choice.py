@@ -2,9 +2,13 @@
 
 Each task is a strategy of its own (``--decoys switch_people`` ...); what they
 share is here, the language of each (chunks, the edits, which training caption
-or chunk is taken) is in :mod:`transforms.language.forced_choice`. Distractors
-come from the train split, whatever the target's split: the paper draws them
-from Flickr30k's training portion.
+or chunk is taken) is in :mod:`transforms.language.forced_choice`. Replacement
+mentions and head co-occurrence come from the train split, as in the paper.
+Distractors that are whole captions (share person, share scene, just scene
+(+)) come from the target's own split (``own_split``), where the paper took
+training captions: a dev or test target is never a training caption, so a
+training distractor would give it away to any model that remembers the train
+split (on COCO val2017 the novelty guess got 99% on share_person that way).
 
 A distractor is either a caption of another image (share person, share scene,
 just scene (+)), which must pass the validity rules as any decoy does, or text
@@ -13,8 +17,8 @@ carried with its source caption and the edit. The near-copy rules cannot apply
 to an edit, which is near its caption by design (just person is a substring of
 it), so an edit must only differ from every caption of the target's image.
 
-Stages: targets in shards (parallel); every worker process chunks the train
-split once for the tasks' context (``SharedTasks``).
+Stages: targets in shards (parallel); every worker process chunks the splits
+it draws from once, for the tasks' contexts (``SharedTasks``).
 """
 
 from collections.abc import Iterator
@@ -47,24 +51,33 @@ INVALID = "decoys/distractor_fails_the_validity_rules"
 
 @dataclass
 class TaskSources:
-    """What every target of a process needs: the corpus and the tasks' train-split context."""
+    """What every target of a process needs: the corpus and the contexts of the splits the
+    task draws from (the train split's, or each split's for ``own_split`` tasks)."""
 
     corpus: Corpus
     row_of: dict[str, int]  # caption id -> corpus row
-    context: TaskContext
+    contexts: dict[str, TaskContext]
 
 
-def load_sources(directory: str, cooccurrence_images: int) -> TaskSources:
+def load_sources(directory: str, cooccurrence_images: int, own_split: bool) -> TaskSources:
     corpus = load_corpus(directory)
-    train = np.flatnonzero(corpus.split_of == SPLITS.index("train"))
     captions = corpus.captions
-    train_captions = (
-        (captions["caption_id"][row], captions["image_id"][row], captions["text"][row].split())
-        for row in train.tolist()
-    )
-    context = TaskContext.build(train_captions, min_images=cooccurrence_images)
+    contexts = {}
+    for split in SPLITS if own_split else ("train",):
+        rows = np.flatnonzero(corpus.split_of == SPLITS.index(split)).tolist()
+        contexts[split] = TaskContext.build(
+            (
+                (
+                    captions["caption_id"][row],
+                    captions["image_id"][row],
+                    captions["text"][row].split(),
+                )
+                for row in rows
+            ),
+            min_images=cooccurrence_images,
+        )
     row_of = {caption_id: row for row, caption_id in enumerate(captions["caption_id"])}
-    return TaskSources(corpus, row_of, context)
+    return TaskSources(corpus, row_of, contexts)
 
 
 @dataclass(frozen=True)
@@ -73,11 +86,12 @@ class SharedTasks:
 
     shared: Shared
     cooccurrence_images: int
+    own_split: bool
 
     def acquire(self, directory: str) -> TaskSources:
         return self.shared.acquire(
-            lambda: load_sources(directory, self.cooccurrence_images),
-            tag=f"tasks|{directory}|{self.cooccurrence_images}",
+            lambda: load_sources(directory, self.cooccurrence_images, self.own_split),
+            tag=f"tasks|{directory}|{self.cooccurrence_images}|{self.own_split}",
         )
 
 
@@ -111,8 +125,9 @@ class _Construct(beam.DoFn):
         caption = sources.corpus.caption(row)
         tokens = caption.text.split()
         rng = keyed_rng(self._seed, f"{self._task} {caption.caption_id}")
+        context = sources.contexts.get(caption.split) or sources.contexts["train"]
         return TASKS[self._task](
-            caption.caption_id, caption.image_id, tokens, chunk(tokens), sources.context, rng
+            caption.caption_id, caption.image_id, tokens, chunk(tokens), context, rng
         )
 
     def _selections(self, sources: TaskSources, built: list) -> Iterator:
@@ -196,6 +211,7 @@ class ForcedChoice(DecoyStrategy):
     references = ("hodosh2016",)
     invariants = ("forced_choice",)
     task: ClassVar[str]  # a key of transforms.language.forced_choice.TASKS
+    own_split: ClassVar[bool] = False  # whole-caption distractors come from the target's split
 
     def expand(self, corpus_ref):
         return (
@@ -206,7 +222,7 @@ class ForcedChoice(DecoyStrategy):
             >> beam.ParDo(
                 _Construct(
                     self.task,
-                    SharedTasks(Shared(), self.config.cooccurrence_images),
+                    SharedTasks(Shared(), self.config.cooccurrence_images, self.own_split),
                     self.config,
                 )
             ).with_outputs(SKIPPED, main="selections")
@@ -246,7 +262,8 @@ class ReplaceScene(ForcedChoice):
 
 class SharePerson(ForcedChoice):
     name = task = "share_person"
-    summary = "Hodosh et al.: a training caption of another image with the same person head word"
+    own_split = True
+    summary = "Hodosh et al.: a caption of another image of the split with the same person head"
     limitations = (
         "The distractor shares the target's person head word, so it may also fit the image."
     )
@@ -254,7 +271,8 @@ class SharePerson(ForcedChoice):
 
 class ShareScene(ForcedChoice):
     name = task = "share_scene"
-    summary = "Hodosh et al.: a training caption of another image with the same scene head word"
+    own_split = True
+    summary = "Hodosh et al.: a caption of another image of the split with the same scene head"
     limitations = (
         "The distractor shares the target's scene head word, so it may also fit the image."
     )
@@ -277,9 +295,10 @@ class JustScene(ForcedChoice):
 
 class JustScenePlus(ForcedChoice):
     name = task = "just_scene_plus"
+    own_split = True
     summary = (
         "Hodosh et al.'s just scene (+): the target is the caption's scene mention alone, the "
-        "distractor a full caption of another image with the same scene word"
+        "distractor a caption of another image of the split with the same scene head"
     )
     limitations = (
         "The target is shorter than the distractor: any model preferring shorter texts "
