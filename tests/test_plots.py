@@ -60,3 +60,11 @@ def test_accuracy_draws_text_only_rows_in_their_own_colour():
     assert _has_colour(mixed, TEXT_COLOUR) and _has_colour(mixed, IMAGE_COLOUR)
     images_only = accuracy(_metrics(("FFNN", "image+text", 0.6)))
     assert not _has_colour(images_only, TEXT_COLOUR) and _has_colour(images_only, IMAGE_COLOUR)
+
+
+def test_no_similarity_plot_when_every_decoy_is_an_edit():
+    statistics = _statistics()
+    for split in statistics["splits"].values():
+        split["decoys"] = {name: describe(np.zeros(0)) for name in DECOY_MEASURES}
+    assert set(dataset_plots(statistics)) == {"split_sizes.png", "skipped.png"}
+    assert "decoy_similarities.png" in dataset_plots(_statistics())

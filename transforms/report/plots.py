@@ -86,7 +86,7 @@ def dataset_plots(statistics: dict) -> dict[str, tuple[str, bytes]]:
     """What ``generate`` writes beside the card: file name -> (caption, PNG bytes); the decoy
     similarities only when some decoy has them (edited decoys have none)."""
     plots = {}
-    if statistics["decoys"]["sim_pv"]["count"]:
+    if any(split["decoys"]["sim_pv"]["count"] for split in statistics["splits"].values()):
         plots["decoy_similarities.png"] = (
             "Decoy similarities per split",
             decoy_similarities(statistics),
