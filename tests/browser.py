@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -131,14 +132,29 @@ class Browser:
             self.events.append(self._message())
 
     def load(self, url: str) -> None:
-        self.events.clear()
-        self.call("Page.navigate", url=url)
-        self.wait_for("Page.loadEventFired")
+        self.navigated(lambda: self.call("Page.navigate", url=url))
 
     def reload(self) -> None:
-        self.events.clear()
-        self.call("Page.reload")
-        self.wait_for("Page.loadEventFired")
+        self.navigated(lambda: self.call("Page.reload"))
+
+    def navigated(self, action: Callable[[], object]) -> None:
+        """Runs ``action``, which replaces the document, and returns once the new one has
+        loaded: a load event may be one left over from the old page, so this waits for a
+        marker set on the old window to be gone instead."""
+        self.evaluate("window.staleDocument = true")
+        action()
+        self.wait_until("!window.staleDocument && document.readyState === 'complete'")
+
+    def wait_until(self, expression: str) -> None:
+        """Polls ``expression`` until it is true (evaluations during a navigation may fail)."""
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            with contextlib.suppress(RuntimeError):
+                if self.evaluate(expression):
+                    return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"never true: {expression}")
+            time.sleep(0.05)
 
     def evaluate(self, expression: str):
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)

@@ -338,12 +338,10 @@ def test_the_app_is_answered_in_chromium_and_the_import_reports_the_chosen_table
             browser, "always-right", key, lambda i, item: True, "click", reload_at=3
         )
         right_file = download(browser, "#json", downloads)
-        browser.click("#switch")
-        browser.wait_for("Page.loadEventFired")
+        browser.navigated(lambda: browser.click("#switch"))
         wrong, _ = rate(browser, "always-wrong", key, lambda i, item: False, "key")
         wrong_file = download(browser, "#csv", downloads)
-        browser.click("#switch")
-        browser.wait_for("Page.loadEventFired")
+        browser.navigated(lambda: browser.click("#switch"))
         half, half_orders = rate(
             browser, "first-half", key, lambda i, item: i < QUESTIONS // 2, "arrows"
         )
