@@ -40,7 +40,6 @@ from transforms.report.ratings import (
     UNKNOWN_INSTANCE,
     Answer,
     Item,
-    binomial_std,
     check_answers,
     failed_gold,
     gold_scores,
@@ -50,6 +49,7 @@ from transforms.report.ratings import (
     table_text,
     table_two,
 )
+from transforms.trainer.fit import binomial_std
 
 # Arithmetic on hand-made answer sets.
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from transforms.errors import InputError
+from transforms.trainer.fit import binomial_std
 
 RATED, GOLD, TRAINING = "rated", "gold", "training"
 # The columns of an answers CSV: the app's own names, then those of a crowd platform's
@@ -250,18 +251,6 @@ def instance_results(answers: Iterable[Answer], items: dict[str, Item]) -> list[
             }
         )
     return results
-
-
-def binomial_std(successes: int, trials: int) -> float:
-    """The standard deviation of a share estimated from ``trials`` independent trials.
-
-    >>> round(binomial_std(828, 1000), 4)
-    0.0119
-    """
-    if trials == 0:
-        return 0.0
-    share = successes / trials
-    return math.sqrt(share * (1 - share) / trials)
 
 
 def majority(raters: int) -> int:

@@ -114,6 +114,18 @@ class Evaluate(beam.PTransform):
         )
 
 
+def binomial_std(successes: int, trials: int) -> float:
+    """The standard deviation sqrt(p (1 - p) / n) of a share p estimated from n trials.
+
+    >>> round(binomial_std(828, 1000), 4)
+    0.0119
+    """
+    if trials == 0:
+        return 0.0
+    share = successes / trials
+    return math.sqrt(share * (1 - share) / trials)
+
+
 def split_result(correct: int, total: int) -> dict:
     """Accuracy with its binomial standard deviation sqrt(p (1 - p) / n), as in Table 3.
 
@@ -123,7 +135,7 @@ def split_result(correct: int, total: int) -> dict:
     accuracy = correct / total
     return {
         "accuracy": accuracy,
-        "std": math.sqrt(accuracy * (1 - accuracy) / total),
+        "std": binomial_std(correct, total),
         "correct": correct,
         "total": total,
     }
