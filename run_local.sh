@@ -11,7 +11,7 @@ stamp=".venv/.installed-$(sha256sum setup.py | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   [ -x .venv/bin/python ] || "$python" -m venv .venv
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[test]'
+  .venv/bin/python -m pip install --quiet -e '.[train,test]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

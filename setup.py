@@ -39,10 +39,20 @@ setuptools.setup(
         ],
     },
     extras_require={
+        # the trainer (pipelines.train; its Dataflow workers get these through the
+        # --requirements_file the trainer writes): PyTorch for the neural models (pinned to
+        # the CPU build this machine's package index serves; a range would pull a CUDA
+        # build of several GB), scikit-learn's streaming StandardScaler, and the COCO
+        # caption evaluation's own package for CIDEr-D and ROUGE-L (pure Python; the Java
+        # parts it ships, METEOR and SPICE, are never called)
+        "train": [
+            "torch==2.13.0",
+            "scikit-learn>=1.5",
+            "pycocoevalcap==1.2",
+        ],
         # gcp-storage-emulator: the GCS API server the cloud I/O tests start on loopback
-        # pandas, datasets, torch: the README's loading snippets are run as written
-        # (torch pinned to the CPU build this machine's package index serves; a range
-        # would pull a CUDA build of several GB)
+        # pandas, datasets: the README's loading snippets are run as written (torch, which
+        # they use too, comes with the train extra)
         "test": [
             "pytest>=8",
             "nltk>=3.8",
@@ -51,7 +61,6 @@ setuptools.setup(
             "pandas>=2",
             "datasets>=3",
             "pyyaml>=6",
-            "torch==2.13.0",
         ],
     },
 )

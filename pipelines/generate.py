@@ -67,7 +67,7 @@ from transforms.strategies.adversarial import REPORT_FILE as ADVERSARIAL_FILE
 from transforms.strategies.adversarial import AdversarialFilter
 from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.audit import audit_dataset
-from transforms.trainer.fit import metrics_table
+from transforms.trainer.metrics import metrics_table
 
 STATISTICS_FILE = "statistics.json"
 

@@ -26,7 +26,7 @@ from transforms.strategies.registry import DEFAULT_STRATEGY, STRATEGIES, strateg
 from transforms.strategies.validity import ValidityRules
 from transforms.trainer.audit import AuditConfig
 from transforms.trainer.features import FeatureConfig
-from transforms.trainer.models import TrainConfig
+from transforms.trainer.models import DECODINGS, TrainConfig, Vec2seqSize
 
 REQUIRED = dataclasses.MISSING
 
@@ -419,7 +419,7 @@ class TrainOptions:
     dataset: str = _dataset_option()
     output: str = _option(
         REQUIRED,
-        "where metrics.json, table.txt, accuracy.png and models/ are written",
+        "where metrics.json, table.txt, accuracy.png, models/ and captions/ are written",
         group=Group.IO,
     )
     image_features: str = _option(
@@ -458,7 +458,9 @@ class TrainOptions:
         20, "LinM, FFNNs: passes over train; the best epoch on dev is kept", group=Group.TRAINING
     )
     batch_size: int = _option(
-        20, "LinM, FFNNs: instances per step (paper: 20)", group=Group.TRAINING
+        20,
+        "LinM, FFNNs, Vec2seq+FFNN: instances per step (paper: 20)",
+        group=Group.TRAINING,
     )
     linm_learning_rate: float = _option(
         0.001, "Baseline-LinM: subgradient step size", group=Group.MODELS
@@ -473,7 +475,49 @@ class TrainOptions:
         group=Group.MODELS,
     )
     clip_norm: float = _option(
-        4.0, "FFNNs: gradients are clipped to this norm (paper: 4)", group=Group.MODELS
+        4.0,
+        "FFNNs and Vec2seq+FFNN: gradients are clipped to this norm (paper: 4)",
+        group=Group.MODELS,
+    )
+    vec2seq_sizes: str = _option(
+        "256:256:64",
+        "Vec2seq+FFNN: GRU state:FFNN hidden-1:hidden-2, one model per comma-separated size "
+        "(Table 4's, e.g. 64:64:16,256:256:64,512:512:128)",
+        group=Group.MODELS,
+    )
+    lambda_gen: str = _option(
+        "1",
+        "Vec2seq+FFNN: weight of Eq. 4's generation loss, one model per comma-separated value "
+        "(Table 5's sweep, e.g. 0,0.1,1,10)",
+        group=Group.MODELS,
+    )
+    vec2seq_epochs: int = _option(
+        5,
+        "Vec2seq+FFNN: passes over train; the best epoch on dev is kept",
+        group=Group.TRAINING,
+    )
+    vec2seq_learning_rate: float = _option(
+        0.01, "Vec2seq+FFNN: Adagrad learning rate (paper: 0.01)", group=Group.MODELS
+    )
+    vocabulary_min_count: int = _option(
+        5,
+        "Vec2seq+FFNN: words seen fewer times among the train targets are <unk> (paper: 5)",
+        group=Group.MODELS,
+    )
+    decoding: str = _option(
+        "greedy",
+        "Vec2seq+FFNN: how captions are generated for CIDEr and ROUGE-L",
+        DECODINGS,
+        group=Group.MODELS,
+    )
+    beam_size: int = _option(
+        3, "Vec2seq+FFNN: captions kept per step with --decoding beam", group=Group.MODELS
+    )
+    fit_buffer: int = _option(
+        10_000,
+        "fitting holds at most this many examples at once (the shuffle buffer of train's "
+        "minibatches; dev and statistics passes read through it too)",
+        group=Group.TRAINING,
     )
 
     def feature_config(self, dataset: str) -> FeatureConfig:
@@ -499,14 +543,32 @@ class TrainOptions:
             ffnn_learning_rate=self.ffnn_learning_rate,
             clip_norm=self.clip_norm,
             seed=self.seed,
+            vec2seq_sizes=tuple(_sizes(self.vec2seq_sizes)),
+            lambda_gen=tuple(float(value) for value in self.lambda_gen.split(",")),
+            vec2seq_epochs=self.vec2seq_epochs,
+            vec2seq_learning_rate=self.vec2seq_learning_rate,
+            vocabulary_min_count=self.vocabulary_min_count,
+            decoding=self.decoding,
+            beam_size=self.beam_size,
+            fit_buffer=self.fit_buffer,
         )
 
     def validate(self) -> None:
         problems = []
-        for name in ("dim", "concept_vocabulary", "epochs", "batch_size"):
+        positive = ("dim", "concept_vocabulary", "epochs", "batch_size", "vec2seq_epochs")
+        for name in (*positive, "vocabulary_min_count", "beam_size"):
             if getattr(self, name) < 1:
                 problems.append(f"--{name} must be >= 1")
-        for name in ("linm_learning_rate", "ffnn_learning_rate", "clip_norm"):
+        if self.decoding not in DECODINGS:
+            problems.append(f"--decoding is one of {', '.join(DECODINGS)}")
+        if self.fit_buffer < 2 * self.batch_size:
+            problems.append("--fit_buffer must hold at least two minibatches (2 * --batch_size)")
+        for name in (
+            "linm_learning_rate",
+            "ffnn_learning_rate",
+            "clip_norm",
+            "vec2seq_learning_rate",
+        ):
             if getattr(self, name) <= 0:
                 problems.append(f"--{name} must be > 0")
         if self.linm_l2 < 0:
@@ -514,8 +576,15 @@ class TrainOptions:
         try:
             config = self.train_config()
         except ValueError:
-            problems.append("--ridge_alphas and --ffnn_hidden are comma-separated numbers")
+            problems.append(
+                "--ridge_alphas, --ffnn_hidden and --lambda_gen are comma-separated numbers, "
+                "--vec2seq_sizes comma-separated state:hidden-1:hidden-2 triples"
+            )
         else:
+            if min(config.lambda_gen) < 0:
+                problems.append("--lambda_gen needs values >= 0")
+            if min(min(size.state, *size.hidden) for size in config.vec2seq_sizes) < 1:
+                problems.append("--vec2seq_sizes needs positive sizes")
             if not config.ridge_alphas or min(config.ridge_alphas) <= 0:
                 problems.append("--ridge_alphas needs positive values")
             if len(config.ffnn_hidden) != 2 or min(config.ffnn_hidden) < 1:
@@ -528,6 +597,15 @@ class TrainOptions:
 
 def _ints(values: str) -> list[int]:
     return [int(value) for value in values.split(",")]
+
+
+def _sizes(values: str) -> list[Vec2seqSize]:
+    """ "256:256:64,64:64:16" -> Vec2seq+FFNN sizes; anything else is a ValueError."""
+    sizes = []
+    for value in values.split(","):
+        state, first, second = (int(part) for part in value.split(":"))
+        sizes.append(Vec2seqSize(state, (first, second)))
+    return sizes
 
 
 class StrictParser(argparse.ArgumentParser):

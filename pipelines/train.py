@@ -17,8 +17,10 @@ On Dataflow::
 """
 
 import dataclasses
+import importlib.metadata
 import json
 import sys
+import tempfile
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -28,7 +30,14 @@ from pipelines.options import Command, TrainOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.versions import completed_dataset
 from transforms.corpus.split import SPLITS
-from transforms.files import check_location, check_writable, read_file, write_file, write_json
+from transforms.files import (
+    check_location,
+    check_writable,
+    delete_folder,
+    read_file,
+    write_file,
+    write_json,
+)
 from transforms.report.plots import accuracy
 from transforms.trainer.features import (
     BuildExamples,
@@ -36,40 +45,81 @@ from transforms.trainer.features import (
     SharedFeatureSpace,
     read_num_options,
 )
-from transforms.trainer.fit import Evaluate, FitModels, WriteMetrics, metrics_table
+from transforms.trainer.metrics import captioning_table, metrics_table
+from transforms.trainer.registry import require_train_extra, run_fitters
+from transforms.trainer.stages import (
+    EXAMPLES_DIRECTORY,
+    CaptionImages,
+    Evaluate,
+    FitModels,
+    WriteMetrics,
+)
 
+DISTRIBUTION = "dmc-datasets"
 METRICS_FILE = "metrics.json"
 TABLE_FILE = "table.txt"
 ACCURACY_PLOT = "accuracy.png"
 
 
 def build_pipeline(pipeline: beam.Pipeline, options: TrainOptions, dataset: str) -> None:
-    """Read, featurise, fit (one worker), evaluate (parallel), write the metrics."""
+    """Read, featurise, fit (one worker, streaming), evaluate and caption (parallel), write
+    the metrics."""
     space = SharedFeatureSpace(Shared(), options.feature_config(dataset))
+    config = options.train_config()
     num_options = read_num_options(dataset)
     instances = pipeline | "ReadInstances" >> ReadInstances(dataset=dataset, splits=SPLITS)
     examples = instances | "BuildExamples" >> BuildExamples(space=space, num_options=num_options)
-    models = examples | "FitModels" >> FitModels(
-        config=options.train_config(), output=options.output
-    )
+    models = examples | "FitModels" >> FitModels(config=config, output=options.output)
     counts = examples | "Evaluate" >> Evaluate(models=models)
+    captioning = examples | "CaptionImages" >> CaptionImages(
+        models=models, space=space, config=config, output=options.output
+    )
     _ = counts | "WriteMetrics" >> WriteMetrics(
         models=models,
+        captioning=captioning,
+        order=list(run_fitters(config)),
         path=FileSystems.join(options.output, METRICS_FILE),
         num_options=num_options,
     )
+
+
+def worker_requirements(beam_args: list[str]) -> list[str]:
+    """With ``--setup_file`` (workers install the package without extras), a requirements
+    file of the train extra, read from the installed package's metadata, that workers install
+    from the package index (``--requirements_cache skip``: nothing is downloaded here)."""
+    if "--setup_file" not in beam_args or "--requirements_file" in beam_args:
+        return beam_args
+    extra = [
+        requirement.split(";")[0].strip()
+        for requirement in importlib.metadata.requires(DISTRIBUTION) or []
+        if 'extra == "train"' in requirement
+    ]
+    with tempfile.NamedTemporaryFile("w", suffix="-train.txt", delete=False) as handle:
+        handle.write("\n".join(extra) + "\n")
+    return [*beam_args, "--requirements_file", handle.name, "--requirements_cache", "skip"]
+
+
+def report(metrics: dict) -> str:
+    """Table 3, then Tables 4-5's captioning columns when a model captions."""
+    captioning = captioning_table(metrics)
+    return metrics_table(metrics) + (f"\n\n{captioning}" if captioning else "")
 
 
 def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
     """Runs the trainer; returns the metrics (also in <output>/metrics.json, table.txt and
     accuracy.png)."""
     options.validate()
+    require_train_extra()
     check_location(options.output, "output")
     dataset = completed_dataset(options.dataset)  # before the write check creates the output
     check_writable(options.output)
-    pipeline = local_or_given_runner(beam_args or [])
+    pipeline = local_or_given_runner(worker_requirements(beam_args or []))
     build_pipeline(pipeline, options, dataset)
-    counters = run_to_completion(pipeline)
+    examples = FileSystems.join(options.output, EXAMPLES_DIRECTORY)
+    try:
+        counters = run_to_completion(pipeline)
+    finally:
+        delete_folder(examples)
     path = FileSystems.join(options.output, METRICS_FILE)
     metrics = {
         **json.loads(read_file(path)),
@@ -79,7 +129,7 @@ def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
         "counters": counters,
     }
     write_json(path, metrics)
-    write_file(FileSystems.join(options.output, TABLE_FILE), metrics_table(metrics).encode())
+    write_file(FileSystems.join(options.output, TABLE_FILE), report(metrics).encode())
     write_file(FileSystems.join(options.output, ACCURACY_PLOT), accuracy(metrics))
     return metrics
 
@@ -101,7 +151,7 @@ COMMAND = Command(
 
 def main(argv: list[str] | None = None) -> int:
     def train(options: TrainOptions, beam_args: list[str]) -> str:
-        table = metrics_table(run(options, beam_args))
+        table = report(run(options, beam_args))
         return f"{table}\nmetrics and models written to {options.output}"
 
     return cli(argv, train, TrainOptions, command=COMMAND)

@@ -24,6 +24,7 @@ TEXT_FEATURES = ("length", "hub_bleu", "hub_pv", "novel")
 class Example(NamedTuple):
     example_id: str
     split: str
+    image_id: str  # the captioning metrics compare a caption generated from it with its captions
     label: int
     image: np.ndarray  # float32 (dim,)
     options: np.ndarray  # float32 (k, dim)
@@ -56,6 +57,15 @@ class Batch:
             text=np.stack([e.text for e in examples]),
             labels=np.asarray([e.label for e in examples], dtype=np.int64),
             texts=texts,
+        )
+
+    def take(self, rows: np.ndarray) -> "Batch":
+        return Batch(
+            self.images[rows],
+            self.options[rows],
+            self.text[rows],
+            self.labels[rows],
+            self.texts[rows],
         )
 
     def text_feature(self, name: str) -> np.ndarray:

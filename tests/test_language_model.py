@@ -10,7 +10,9 @@ from schemas.examples import Batch
 from tests.conftest import COCO_VAL2017
 from transforms.corpus.normalize import normalize_caption
 from transforms.trainer.language_model import DISCOUNT, END, START, UNKNOWN, fit_bigram_lm
-from transforms.trainer.models import FITTERS, answers
+from transforms.trainer.models import answers
+from transforms.trainer.registry import FITTERS
+from transforms.trainer.stream import FitData, InMemoryExamples
 
 TINY = ["a dog", "a cat", "a dog runs"]
 
@@ -79,7 +81,8 @@ def test_the_trained_lm_prefers_a_short_chunk_to_the_full_caption():
         "two men ride horses on a beach",
     ]
     train = tiny_batch([[c, "x"] for c in captions], [0] * len(captions))
-    model = FITTERS["Bigram LM"]("Bigram LM", train, train, None)
+    data = FitData(InMemoryExamples(train), InMemoryExamples(train))
+    model = FITTERS["Bigram LM"]("Bigram LM", data, None)
     assert model.selection["captions"] == len(captions)
     full, chunk = "a man rides a wave on the beach", "a woman"
     test = tiny_batch([[full, "a man"], [chunk, "a woman rides a horse on a surfboard"]], [0, 1])

@@ -1,97 +1,115 @@
-"""The models' maths on tiny problems: gradients against finite differences, fits that learn."""
+"""The models' maths on tiny problems: losses and gradients against definitions and finite
+differences, fits that learn, in any number of options."""
 
 import numpy as np
 import pytest
+import torch
+from sklearn.linear_model import Ridge
 
 from pipelines.options import TrainOptions
 from schemas.examples import TEXT_FEATURES, Batch
 from transforms.trainer.audits import AUDITS, hub_scores
-from transforms.trainer.models import (
-    FITTERS,
-    accuracy,
-    cross_entropy,
+from transforms.trainer.models import accuracy
+from transforms.trainer.neural import (
+    BilinearModule,
+    feedforward,
     hinge_loss,
-    init_network,
     others_mean,
-    ridge,
+    seeded,
 )
-
-
-def numeric_gradient(loss, param: np.ndarray, step: float = 1e-6) -> np.ndarray:
-    grad = np.zeros_like(param)
-    for index in np.ndindex(param.shape):
-        saved = param[index]
-        param[index] = saved + step
-        above = loss()
-        param[index] = saved - step
-        below = loss()
-        param[index] = saved
-        grad[index] = (above - below) / (2 * step)
-    return grad
+from transforms.trainer.registry import FITTERS
+from transforms.trainer.regression import Moments
+from transforms.trainer.stream import FitData, InMemoryExamples
 
 
 def linked_problem(n: int, dim: int = 6, noise: float = 0.3, seed: int = 0, k: int = 5) -> Batch:
     """Targets are a fixed linear map of the image plus noise; decoys are random; k options."""
     rng = np.random.default_rng(seed)
     mapping = np.random.default_rng(99).standard_normal((dim, dim))
-    images = rng.standard_normal((n, dim))
-    options = rng.standard_normal((n, k, dim))
+    images = rng.standard_normal((n, dim)).astype(np.float32)
+    options = rng.standard_normal((n, k, dim)).astype(np.float32)
     labels = rng.integers(0, k, size=n)
     options[np.arange(n), labels] = images @ mapping / np.sqrt(dim) + noise * rng.standard_normal(
         (n, dim)
     )
-    text = rng.standard_normal((n, k, len(TEXT_FEATURES)))
+    text = rng.standard_normal((n, k, len(TEXT_FEATURES))).astype(np.float32)
     words = rng.choice(["a", "dog", "cat", "runs", "on", "grass"], size=(n, k, 4))
     texts = np.empty((n, k), dtype=object)
     texts[:] = [[" ".join(option) for option in row] for row in words]
     return Batch(images, options, text, labels, texts)
 
 
-def test_ridge_matches_least_squares_with_an_unpenalised_bias():
+def fit_data(train: Batch, dev: Batch) -> FitData:
+    return FitData(InMemoryExamples(train), InMemoryExamples(dev))
+
+
+def test_ridge_from_streamed_moments_matches_scikit_learn_and_least_squares():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((40, 3))
     y = x @ rng.standard_normal((3, 2)) + np.array([5.0, -2.0])
-    weights, bias = ridge(x, y, alpha=1e-9)
+    moments = Moments.of((x[start : start + 7], y[start : start + 7]) for start in range(0, 40, 7))
+    weights, bias = moments.ridge(alpha=1e-9)
     design = np.hstack([x, np.ones((40, 1))])
     expected = np.linalg.lstsq(design, y, rcond=None)[0]
     np.testing.assert_allclose(weights, expected[:3], atol=1e-6)
     np.testing.assert_allclose(bias, expected[3], atol=1e-6)
-    shrunk, _ = ridge(x, y, alpha=1e3)
-    assert np.linalg.norm(shrunk) < 0.5 * np.linalg.norm(weights)
+    for alpha in (0.5, 30.0):
+        reference = Ridge(alpha=alpha).fit(x, y)
+        weights, bias = moments.ridge(alpha)
+        np.testing.assert_allclose(weights, reference.coef_.T, atol=1e-9)
+        np.testing.assert_allclose(bias, reference.intercept_, atol=1e-9)
 
 
-def test_hinge_subgradient_matches_finite_differences():
+def test_hinge_gradient_matches_finite_differences():
     batch = linked_problem(7, dim=4)
-    theta = np.random.default_rng(2).standard_normal((4, 4))
+    module = BilinearModule(4, 4).double()
+    with torch.no_grad():
+        module.theta.copy_(torch.from_numpy(np.random.default_rng(2).standard_normal((4, 4))))
+    images, options = torch.from_numpy(batch.images).double(), torch.from_numpy(batch.options)
+    labels = torch.from_numpy(batch.labels)
 
-    def loss() -> float:
-        return hinge_loss(theta, batch.images, batch.options, batch.labels, l2=0.1)[0]
+    def loss(theta: torch.Tensor) -> torch.Tensor:
+        scores = torch.func.functional_call(module, {"theta": theta}, (images, options.double()))
+        return hinge_loss(scores, labels)
 
-    _, grad = hinge_loss(theta, batch.images, batch.options, batch.labels, l2=0.1)
-    np.testing.assert_allclose(grad, numeric_gradient(loss, theta), rtol=1e-5, atol=1e-7)
+    theta = module.theta.detach().clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(loss, (theta,), eps=1e-6, atol=1e-6)
 
 
 def test_hinge_uses_the_worst_decoy_and_is_zero_beyond_the_margin():
-    images = np.array([[1.0, 0.0]])
-    options = np.array([[[3.0, 0.0], [1.5, 0.0], [2.5, 0.0], [0.0, 0.0], [-1.0, 0.0]]])
-    theta = np.eye(2)
-    loss, grad = hinge_loss(theta, images, options, np.array([0]), l2=0.0)
-    assert loss == pytest.approx(0.5)  # 1 + f(worst decoy 2.5) - f(target 3)
-    np.testing.assert_allclose(grad, [[-0.5, 0.0], [0.0, 0.0]])
-    loss, grad = hinge_loss(2 * theta, images, options, np.array([0]), l2=0.0)
-    assert loss == 0.0 and not grad.any()
+    images = torch.tensor([[1.0, 0.0]])
+    options = torch.tensor([[[3.0, 0.0], [1.5, 0.0], [2.5, 0.0], [0.0, 0.0], [-1.0, 0.0]]])
+    module = BilinearModule(2, 2)
+    with torch.no_grad():
+        module.theta.copy_(torch.eye(2))
+    loss = hinge_loss(module(images, options), torch.tensor([0]))
+    loss.backward()
+    assert float(loss.detach()) == pytest.approx(0.5)  # 1 + f(worst decoy 2.5) - f(target 3)
+    np.testing.assert_allclose(module.theta.grad.numpy(), [[-0.5, 0.0], [0.0, 0.0]])
+    with torch.no_grad():
+        module.theta.mul_(2)
+    assert float(hinge_loss(module(images, options), torch.tensor([0]))) == 0.0
 
 
-def test_cross_entropy_gradient_matches_finite_differences():
+def test_feedforward_cross_entropy_matches_its_definition_and_finite_differences():
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((10, 5))
-    y = rng.integers(0, 2, size=10)
-    params = init_network((5, 4, 3, 2), seed=4)
-    _, grads = cross_entropy(params, x, y)
-    assert [g.shape for g in grads] == [p.shape for p in params]
-    for param, grad in zip(params, grads, strict=True):
-        numeric = numeric_gradient(lambda: cross_entropy(params, x, y)[0], param)
-        np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-8)
+    x = torch.from_numpy(rng.standard_normal((10, 5)))
+    y = torch.from_numpy(rng.integers(0, 2, size=10))
+    network = feedforward((5, 4, 3, 2), seeded(0, "test")).double()
+    logits = network(x)
+    by_hand = -np.mean([float(torch.log_softmax(logits[row], dim=0)[y[row]]) for row in range(10)])
+    assert float(torch.nn.functional.cross_entropy(logits, y)) == pytest.approx(by_hand)
+    assert [type(layer).__name__ for layer in network] == [
+        "Linear",
+        "ReLU",
+        "Linear",
+        "ReLU",
+        "Linear",
+    ]
+    assert torch.autograd.gradcheck(
+        lambda inputs: torch.nn.functional.cross_entropy(network(inputs), y),
+        (x.clone().requires_grad_(True),),
+    )
 
 
 def test_others_mean_leaves_each_option_out():
@@ -115,7 +133,7 @@ CONFIG = TrainOptions(
 def test_image_models_learn_a_linked_problem(name, k):
     problems = ((400, 0), (100, 1), (200, 2))
     train, dev, test = (linked_problem(n, seed=s, k=k) for n, s in problems)
-    model = FITTERS[name](name, train, dev, CONFIG)
+    model = FITTERS[name](name, fit_data(train, dev), CONFIG)
     assert model.scores(test).shape == (200, k)
     assert accuracy(model.scores(test), test.labels) > 0.6 + 0.4 / k  # chance: 1 / k
     assert model.selection
@@ -126,7 +144,7 @@ def test_image_models_learn_a_linked_problem(name, k):
 def test_text_models_and_rules_score_k_options(k):
     train, dev, test = (linked_problem(n, seed=s, k=k) for n, s in ((100, 0), (50, 1), (50, 2)))
     for name in ("Text-FFNN", "Bigram LM"):
-        assert FITTERS[name](name, train, dev, CONFIG).scores(test).shape == (50, k)
+        assert FITTERS[name](name, fit_data(train, dev), CONFIG).scores(test).shape == (50, k)
     for rule in AUDITS:
         assert rule.scores(test).shape == (50, k)
     hubs = hub_scores(np.array([[1.0, 0.3], [0.3, 1.0]]))
@@ -135,8 +153,8 @@ def test_text_models_and_rules_score_k_options(k):
 
 def test_text_model_never_looks_at_the_image():
     train, dev, test = (linked_problem(n, seed=s) for n, s in ((200, 0), (50, 1), (50, 2)))
-    model = FITTERS["Text-FFNN"]("Text-FFNN", train, dev, CONFIG)
+    model = FITTERS["Text-FFNN"]("Text-FFNN", fit_data(train, dev), CONFIG)
     blind = Batch(np.zeros_like(test.images), test.options, test.text, test.labels, test.texts)
     np.testing.assert_array_equal(model.scores(test), model.scores(blind))
-    image_model = FITTERS["FFNN"]("FFNN", train, dev, CONFIG)
+    image_model = FITTERS["FFNN"]("FFNN", fit_data(train, dev), CONFIG)
     assert not np.array_equal(image_model.scores(test), image_model.scores(blind))

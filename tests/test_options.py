@@ -70,6 +70,11 @@ def test_trainer_flags_parse_into_train_options():
         TrainOptions,
     )
     assert options.train_config().ffnn_hidden == (32, 16)
+    sizes = ["--vec2seq_sizes", "64:64:16,256:256:64", "--lambda_gen", "0,0.1,1,10"]
+    sweep, _ = parse_options(["--dataset", "d", "--output", "o", *sizes], TrainOptions)
+    config = sweep.train_config()
+    assert [str(size) for size in config.vec2seq_sizes] == ["64:64:16", "256:256:64"]
+    assert config.lambda_gen == (0.0, 0.1, 1.0, 10.0)
     assert options.feature_config("d").dim == 256
     assert beam_args == ["--direct_num_workers", "2"]
 
@@ -81,6 +86,11 @@ def test_trainer_flags_parse_into_train_options():
         ({"ffnn_hidden": "64"}, "--ffnn_hidden needs two positive sizes"),
         ({"ridge_alphas": "1,x"}, "comma-separated numbers"),
         ({"epochs": 0}, "--epochs must be >= 1"),
+        ({"vec2seq_sizes": "256:64"}, "state:hidden-1:hidden-2 triples"),
+        ({"vec2seq_sizes": "0:4:4"}, "--vec2seq_sizes needs positive sizes"),
+        ({"lambda_gen": "1,-1"}, "--lambda_gen needs values >= 0"),
+        ({"fit_buffer": 30}, "--fit_buffer must hold at least two minibatches"),
+        ({"decoding": "sample"}, "--decoding"),
     ],
 )
 def test_invalid_trainer_options_are_explained(change, message):

@@ -4,9 +4,12 @@ import ast
 import importlib.metadata
 import pathlib
 import re
+import subprocess
 import sys
 
 import pytest
+
+from pipelines.train import worker_requirements
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("pipelines", "transforms", "schemas")
@@ -62,12 +65,52 @@ def _distribution(module: str, providers: dict[str, list[str]]) -> str:
 def test_workers_get_every_imported_package_and_no_test_tools():
     arguments = _setup_arguments()
     required = _requirement_names(arguments["install_requires"])
+    trainer = _requirement_names(arguments["extras_require"]["train"])
     providers = importlib.metadata.packages_distributions()
     imported = {_distribution(module, providers) for module in _imported_modules()}
-    assert imported <= required, f"imported but not in install_requires: {imported - required}"
+    assert imported <= required | trainer, f"imported, never installed: {imported - required}"
+    assert trainer <= imported, "the train extra installs what no module imports"
     test_tools = _requirement_names(arguments["extras_require"]["test"])
-    assert not test_tools & required
+    assert not test_tools & (required | trainer)
     assert not test_tools & imported, "worker code imports a test-only package"
+
+
+WITHOUT_TRAIN_EXTRA = """
+import importlib.abc, sys
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {"torch", "sklearn", "pycocoevalcap"}:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Absent())
+import pipelines.generate
+from transforms.trainer import registry
+from pipelines.train import main
+print(sorted(registry.FITTERS))
+sys.exit(main(["--dataset", "d", "--output", "o"]))
+"""
+
+
+def test_generate_runs_without_the_train_extra_and_the_trainer_says_it_needs_it():
+    """pip install dmc-datasets (no extras): generate and its audit's bigram LM work; the
+    trainer refuses in one line naming the extra."""
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TRAIN_EXTRA], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.stdout.strip() == "['Bigram LM']", done.stderr
+    assert done.returncode == 2  # an input error: one line, no traceback
+    assert "dmc-datasets[train]" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_dataflow_trainer_workers_get_the_train_extra_through_a_requirements_file():
+    args = worker_requirements(["--runner", "DataflowRunner", "--setup_file", "./setup.py"])
+    path = args[args.index("--requirements_file") + 1]
+    with open(path) as handle:
+        requirements = handle.read().split()
+    assert _requirement_names(requirements) == _requirement_names(
+        _setup_arguments()["extras_require"]["train"]
+    )
+    assert args[args.index("--requirements_cache") + 1] == "skip"
+    assert worker_requirements(["--runner", "DirectRunner"]) == ["--runner", "DirectRunner"]
 
 
 def test_console_scripts_run_each_entry_points_main_which_returns_the_exit_code(capsys, tmp_path):

@@ -49,7 +49,7 @@ from transforms.report.ratings import (
     table_text,
     table_two,
 )
-from transforms.trainer.fit import binomial_std
+from transforms.trainer.metrics import binomial_std
 
 # Arithmetic on hand-made answer sets.
 

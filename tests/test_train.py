@@ -1,6 +1,7 @@
 """The trainer end to end on small generated datasets, checked against the dataset's files."""
 
 import glob
+import itertools
 import json
 import math
 import os
@@ -25,9 +26,15 @@ from transforms.errors import InputError
 from transforms.seeds import keyed_rng
 from transforms.trainer.audit import audit_dataset
 from transforms.trainer.features import build_example, load_feature_space
-from transforms.trainer.models import FITTERS
+from transforms.trainer.registry import FITTERS
 
-SMALL_TRAINING = {"epochs": 8, "ffnn_hidden": "64,32"}
+SMALL_TRAINING = {
+    "epochs": 8,
+    "ffnn_hidden": "64,32",
+    "vec2seq_sizes": "64:32:16",
+    "vec2seq_epochs": 4,
+}
+FIT_BUFFER = 300  # the random-decoy run's: far fewer than its 3,000-odd train instances
 
 
 def train(dataset: str, output: str, **changes) -> dict:
@@ -42,8 +49,17 @@ def mcic_results(mcic_dataset, tmp_path_factory) -> tuple[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def random_results(random_dataset, tmp_path_factory) -> dict:
-    return train(random_dataset, str(tmp_path_factory.mktemp("train_random")))
+def random_run(random_dataset, tmp_path_factory) -> tuple[str, dict]:
+    output = str(tmp_path_factory.mktemp("train_random"))
+    options = TrainOptions(
+        dataset=random_dataset, output=output, fit_buffer=FIT_BUFFER, **SMALL_TRAINING
+    )
+    return output, run(options)
+
+
+@pytest.fixture(scope="module")
+def random_results(random_run) -> dict:
+    return {row["model"]: row for row in random_run[1]["models"]}
 
 
 def test_models_beat_chance_on_mcic_decoys_and_do_better_on_random_ones(
@@ -53,9 +69,32 @@ def test_models_beat_chance_on_mcic_decoys_and_do_better_on_random_ones(
     for name in ("Baseline-C2I", "Baseline-LinM"):
         test = mcic[name]["test"]
         assert test["accuracy"] > 0.2 + 4 * math.sqrt(0.2 * 0.8 / test["total"]), name
-    for name in ("Baseline-I2C", "Baseline-C2I", "Baseline-LinM", "FFNN"):
+    for name in ("Baseline-I2C", "Baseline-C2I", "Baseline-LinM", "FFNN", "Vec2seq+FFNN"):
         test = mcic[name]["test"]
         assert random_results[name]["test"]["accuracy"] > test["accuracy"] + 4 * test["std"], name
+
+
+def test_vec2seq_learns_on_a_generated_corpus_and_its_captions_are_scored(
+    random_results, random_dataset
+):
+    vec2seq = random_results["Vec2seq+FFNN"]
+    test = vec2seq["test"]
+    assert test["accuracy"] > 0.2 + 6 * math.sqrt(0.2 * 0.8 / test["total"])
+    generation = vec2seq["selection"]["train_generation_by_epoch"]
+    assert all(later < earlier for earlier, later in itertools.pairwise(generation))
+    for split in ("dev", "test"):
+        scores = vec2seq["captioning"][split]
+        assert scores["images"] == len(
+            {row["image_id"] for row in read_parquet(random_dataset, split)}
+        )
+        assert scores["CIDEr"] > 0 and 0 < scores["ROUGE-L"] < 1
+
+
+def test_fitting_never_holds_more_examples_than_the_fit_buffer(random_run, random_dataset):
+    output, metrics = random_run
+    held = metrics["counters"]["train/fit_examples_held_at_most"]
+    assert 0 < held <= FIT_BUFFER < len(read_parquet(random_dataset, "train"))
+    assert not os.path.exists(os.path.join(output, "examples"))  # the shards are deleted
 
 
 def test_text_only_audits_report_what_the_files_give(mcic_dataset, mcic_results):
@@ -102,7 +141,7 @@ def in_text_order(row: dict) -> dict:
 
 def test_every_trained_model_is_written(mcic_results):
     output, results = mcic_results
-    for name in FITTERS:
+    for name in [*FITTERS, "Vec2seq+FFNN"]:
         arrays = np.load(os.path.join(output, "models", f"{name}.npz"))
         numbers = [arrays[key] for key in arrays.files if arrays[key].dtype.kind in "fiu"]
         assert numbers and all(np.all(np.isfinite(values)) for values in numbers)
@@ -116,8 +155,15 @@ def test_every_trained_model_is_written(mcic_results):
         metrics = json.load(handle)
     assert metrics["image_features"] == "concept"
     assert (metrics["num_options"], metrics["chance"]) == (5, 0.2)
+    vec2seq = np.load(os.path.join(output, "models", "Vec2seq+FFNN.npz"))
+    assert vec2seq["vocabulary"][:4].tolist() == ["<pad>", "<unk>", "<s>", "</s>"]
+    assert vec2seq["decoder.weight_hh_l1"].shape == (3 * 64, 64)  # a two-layer GRU of 64
     with open(os.path.join(output, "table.txt")) as handle:
-        assert "Baseline-LinM" in handle.read()
+        table = handle.read()
+    assert "Baseline-LinM" in table and "ROUGE-L" in table and "64:32:16" in table
+    with open(os.path.join(output, "captions", "Vec2seq+FFNN test.json")) as handle:
+        captions = json.load(handle)
+    assert len(captions) == results["Vec2seq+FFNN"]["captioning"]["test"]["images"]
     with open(os.path.join(output, "accuracy.png"), "rb") as handle:
         assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
 

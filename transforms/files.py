@@ -38,6 +38,15 @@ def list_files(pattern: str) -> list[str]:
     return sorted(metadata.path for metadata in FileSystems.match([pattern])[0].metadata_list)
 
 
+def delete_folder(directory: str) -> None:
+    """Deletes a folder of files (a prefix on GCS, which has no folders); none is no error."""
+    files = list_files(FileSystems.join(directory, "*"))
+    if files:
+        FileSystems.delete(files)
+    if FileSystems.exists(directory):
+        FileSystems.delete([directory])
+
+
 def read_parquet_files(pattern: str, columns: list[str] | None = None) -> Iterator[pa.Table]:
     """Every Parquet file matching ``pattern``, in name order, one table at a time."""
     for _, table in read_named_parquet_files(pattern, columns):

@@ -14,7 +14,7 @@ from schemas.layout import PARQUET, relative_shard_pattern
 from transforms.corpus.split import SPLITS
 from transforms.dataset.statistics import DECOY_MEASURES
 from transforms.strategies.registry import STRATEGIES
-from transforms.trainer.fit import metrics_table
+from transforms.trainer.metrics import metrics_table
 
 CARD_FILE = "README.md"
 CITATIONS = {
@@ -175,7 +175,8 @@ def _audit(statistics: dict) -> str:
     audit = statistics.get("text_only_audit", {})
     if "verdict" not in audit:
         return f"Not run: {audit.get('skipped', 'no audit in the statistics')}."
-    return f"```\n{metrics_table(audit)}\n```\n\n**{audit['verdict']['line']}**"
+    left_out = f"\n\nLeft out: {audit['left_out']}." if "left_out" in audit else ""
+    return f"```\n{metrics_table(audit)}\n```\n\n**{audit['verdict']['line']}**{left_out}"
 
 
 def _generation(manifest: dict) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from transforms.errors import InputError
-from transforms.trainer.fit import binomial_std
+from transforms.trainer.metrics import binomial_std
 
 RATED, GOLD, TRAINING = "rated", "gold", "training"
 # The columns of an answers CSV: the app's own names, then those of a crowd platform's

@@ -6,7 +6,8 @@ the untrained text-only rules (hub by BLEU and by PV cosine, longest option,
 novelty guess) and the learned text-only models (Text-FFNN and the bigram LM,
 fitted on a seeded sample of train, Text-FFNN selected on dev, with the
 trainer's default settings), and a one-line verdict on the best of them
-against chance 1/k.
+against chance 1/k. The Text-FFNN needs the ``train`` extra (PyTorch);
+without it the audit says in ``left_out`` that it was left out.
 
 It runs in the driver after the pipeline, from the files written (as the
 statistics do): a sample of train and the dev and test splits, at COCO 2014
@@ -30,8 +31,10 @@ from transforms.trainer.features import (
     check_num_options,
     load_feature_space,
 )
-from transforms.trainer.fit import EVALUATION_SPLITS, build_metrics, count_correct
-from transforms.trainer.models import FITTERS, TrainConfig
+from transforms.trainer.metrics import EVALUATION_SPLITS, build_metrics, count_correct
+from transforms.trainer.models import TrainConfig
+from transforms.trainer.registry import FITTERS, MISSING_EXTRA
+from transforms.trainer.stream import FitData, InMemoryExamples
 
 LEARNED_AUDITS = ("Text-FFNN", "Bigram LM")
 AT_CHANCE_DEVIATIONS = 3.0  # binomial standard deviations from chance still read as chance
@@ -97,10 +100,14 @@ def audit_dataset(directory: str, config: AuditConfig) -> dict:
     }
     if not examples["train"] or not examples["dev"]:
         return {"skipped": "the learned audit needs train and dev instances"}
-    train, dev = Batch.stack(examples["train"]), Batch.stack(examples["dev"])
-    models = [FITTERS[name](name, train, dev, config.train) for name in LEARNED_AUDITS]
+    data = FitData(*(InMemoryExamples(Batch.stack(examples[split])) for split in ("train", "dev")))
+    learned = [name for name in LEARNED_AUDITS if name in FITTERS]
+    models = [FITTERS[name](name, data, config.train) for name in learned]
     evaluated = [e for split in EVALUATION_SPLITS for e in examples[split]]
     metrics = build_metrics(count_correct(evaluated, models), models, num_options)
     metrics["train_instances"] = len(examples["train"])
+    if len(learned) < len(LEARNED_AUDITS):
+        left_out = ", ".join(name for name in LEARNED_AUDITS if name not in learned)
+        metrics["left_out"] = f"{left_out}: {MISSING_EXTRA}"
     metrics["verdict"] = verdict(metrics)
     return metrics

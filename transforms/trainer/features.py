@@ -267,6 +267,15 @@ class FeatureSpace:
             )
         return model
 
+    @functools.cached_property
+    def captions_by_image(self) -> dict[str, list[str]]:
+        """Image id -> its captions in the corpus: the references captioning is scored with."""
+        columns = self.corpus.captions
+        by_image = defaultdict(list)
+        for image_id, text in zip(columns["image_id"], columns["text"], strict=True):
+            by_image[image_id].append(text)
+        return dict(by_image)
+
     def inferred_vector(self, text: str) -> np.ndarray:
         """The unit PV vector of an option text the corpus lacks: the same for a text
         whatever instance, worker or thread asks."""
@@ -395,6 +404,7 @@ def build_example(
     return Example(
         example_id=instance["example_id"],
         split=instance["split"],
+        image_id=instance["image_id"],
         label=order.index(int(instance["label"])),
         image=space.images.vector(instance),
         options=vectors @ space.caption_projection,

@@ -1,0 +1,142 @@
+"""Accuracy with its standard deviation per (model, split), and the Tables 3-5 report.
+
+Shared by the trainer and by ``generate``'s text-only audit, so it imports nothing of the
+``train`` extra. Chance is 1/k for a version with k options per instance.
+"""
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from schemas.examples import Batch, Example
+from transforms.trainer.audits import AUDITS
+from transforms.trainer.models import answers
+
+EVALUATION_SPLITS = ("dev", "test")
+
+
+def count_correct(
+    examples: list[Example], models: list
+) -> list[tuple[tuple[str, str], tuple[int, int]]]:
+    """((model, split), (correct, total)) for a batch of examples, every audit and model."""
+    counts = []
+    for split in EVALUATION_SPLITS:
+        members = [example for example in examples if example.split == split]
+        if not members:
+            continue
+        batch = Batch.stack(members)
+        for model in (*AUDITS, *models):
+            correct = int(np.sum(answers(model.scores(batch)) == batch.labels))
+            counts.append(((model.name, split), (correct, len(batch))))
+    return counts
+
+
+def add_counts(counts: Iterable[tuple[int, int]]) -> tuple[int, int]:
+    """Sums (correct, total) pairs: associative, so Beam may combine partial sums.
+
+    >>> add_counts([(3, 10), (5, 10), (0, 4)])
+    (8, 24)
+    """
+    correct, total = 0, 0
+    for c, t in counts:
+        correct, total = correct + c, total + t
+    return correct, total
+
+
+def binomial_std(successes: int, trials: int) -> float:
+    """The standard deviation sqrt(p (1 - p) / n) of a share p estimated from n trials.
+
+    >>> round(binomial_std(828, 1000), 4)
+    0.0119
+    """
+    if trials == 0:
+        return 0.0
+    share = successes / trials
+    return math.sqrt(share * (1 - share) / trials)
+
+
+def split_result(correct: int, total: int) -> dict:
+    """Accuracy with its binomial standard deviation sqrt(p (1 - p) / n), as in Table 3.
+
+    >>> {k: round(v, 4) for k, v in split_result(300, 1000).items()}
+    {'accuracy': 0.3, 'std': 0.0145, 'correct': 300, 'total': 1000}
+    """
+    accuracy = correct / total
+    return {
+        "accuracy": accuracy,
+        "std": binomial_std(correct, total),
+        "correct": correct,
+        "total": total,
+    }
+
+
+def build_metrics(
+    counts: list, models: list, num_options: int, captioning: list | None = None
+) -> dict:
+    """The metrics file: chance (1/k), and per model its input, dev/test results, how it was
+    selected, and for a captioning model its captions' scores per split. Models keep the
+    order they were fitted in."""
+    by_key, captioned = dict(counts), dict(captioning or [])
+    rows = []
+    for model in (*AUDITS, *models):
+        row = {
+            "model": model.name,
+            "input": "image+text" if model.uses_image else "text",
+            "trained": model not in AUDITS,
+            **{
+                split: split_result(*by_key[(model.name, split)])
+                for split in EVALUATION_SPLITS
+                if (model.name, split) in by_key
+            },
+            "selection": getattr(model, "selection", {}),
+        }
+        scores = {
+            split: captioned[(model.name, split)]
+            for split in EVALUATION_SPLITS
+            if (model.name, split) in captioned
+        }
+        if scores:
+            row["captioning"] = scores
+        rows.append(row)
+    return {"num_options": num_options, "chance": 1 / num_options, "models": rows}
+
+
+def metrics_table(metrics: dict) -> str:
+    """Table 3's shape: accuracy (%) and standard deviation on dev and test, every model."""
+    width = max(18, *(len(row["model"]) + 2 for row in metrics["models"]))
+    lines = [f"{'model':<{width}}{'input':<12}{'dev':>14}{'test':>14}"]
+    for row in metrics["models"]:
+        cells = [
+            f"{100 * row[split]['accuracy']:.1f} ±{100 * row[split]['std']:.1f}"
+            if split in row
+            else "-"
+            for split in EVALUATION_SPLITS
+        ]
+        lines.append(f"{row['model']:<{width}}{row['input']:<12}{cells[0]:>14}{cells[1]:>14}")
+    chance = f"{100 * metrics['chance']:.1f}"
+    lines.append(f"{'chance':<{width + 12}}{chance:>14}{chance:>14}")
+    return "\n".join(lines)
+
+
+def captioning_table(metrics: dict) -> str:
+    """Tables 4 and 5's shape: per captioning model its size, lambda_gen, accuracy and its
+    captions' ROUGE-L and CIDEr-D on dev and test ("" when no model captions)."""
+    rows = [row for row in metrics["models"] if "captioning" in row]
+    if not rows:
+        return ""
+    header = ["size", "λgen", "dev acc", "test acc", "ROUGE-L dev", "test", "CIDEr dev", "test"]
+    lines = ["".join(f"{cell:>12}" for cell in header)]
+    for row in rows:
+        accuracies = [
+            f"{100 * row[split]['accuracy']:.1f}" if split in row else "-"
+            for split in EVALUATION_SPLITS
+        ]
+        scores = [
+            f"{row['captioning'][split][metric]:.3f}" if split in row["captioning"] else "-"
+            for metric in ("ROUGE-L", "CIDEr")
+            for split in EVALUATION_SPLITS
+        ]
+        cells = [row["selection"]["size"], f"{row['selection']['lambda_gen']:g}", *accuracies]
+        lines.append("".join(f"{cell:>12}" for cell in [*cells, *scores]))
+    return "\n".join(lines)

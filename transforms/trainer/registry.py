@@ -1,0 +1,60 @@
+"""Every model the trainer fits, registered once, in the order of the paper's Table 3.
+
+The fixed models are :data:`FITTERS`; Vec2seq+FFNN adds one model per
+(size, lambda_gen) the run asks for (Tables 4 and 5). The ridge baselines
+and the networks need the ``train`` extra (scikit-learn, PyTorch); without
+it only the bigram LM is available, so ``generate``'s text-only audit still
+runs (and says what it left out) and ``pipelines.train`` refuses to start.
+"""
+
+import functools
+from collections.abc import Callable
+
+from transforms.errors import InputError
+from transforms.trainer.models import Model, TrainConfig, fit_target_lm
+from transforms.trainer.stream import FitData
+
+Fitter = Callable[[str, FitData, TrainConfig], Model]
+TRAIN_EXTRA = "pip install 'dmc-datasets[train]'"
+VEC2SEQ = "Vec2seq+FFNN"
+
+try:
+    from transforms.trainer import neural, regression, vec2seq
+except ModuleNotFoundError as missing:  # the train extra is not installed
+    MISSING_EXTRA: str | None = f"{missing.name} is not installed ({TRAIN_EXTRA})"
+    FITTERS: dict[str, Fitter] = {"Bigram LM": fit_target_lm}
+else:
+    MISSING_EXTRA = None
+    FITTERS = {
+        "Baseline-I2C": regression.FIT_I2C,
+        "Baseline-C2I": regression.FIT_C2I,
+        "Baseline-LinM": neural.fit_bilinear,
+        "FFNN": functools.partial(neural.fit_classifier, inputs="image"),
+        "Text-FFNN": functools.partial(neural.fit_classifier, inputs="text"),
+        "Bigram LM": fit_target_lm,
+    }
+
+
+def require_train_extra() -> None:
+    if MISSING_EXTRA:
+        raise InputError(f"the trainer needs the train extra: {MISSING_EXTRA}")
+
+
+def vec2seq_name(config: TrainConfig, size, lambda_gen: float) -> str:
+    """ "Vec2seq+FFNN" alone when the run fits one; named by size and lambda_gen in a sweep."""
+    if len(config.vec2seq_sizes) * len(config.lambda_gen) == 1:
+        return VEC2SEQ
+    return f"{VEC2SEQ} {size} λ={lambda_gen:g}"
+
+
+def run_fitters(config: TrainConfig) -> dict[str, Callable[[FitData], Model]]:
+    """Name -> fit of every model a trainer run fits, in table order."""
+    require_train_extra()
+    fits = {name: functools.partial(fit, name, config=config) for name, fit in FITTERS.items()}
+    for size in config.vec2seq_sizes:
+        for lambda_gen in config.lambda_gen:
+            name = vec2seq_name(config, size, lambda_gen)
+            fits[name] = functools.partial(
+                vec2seq.fit_vec2seq, name, config=config, size=size, lambda_gen=lambda_gen
+            )
+    return fits
