@@ -69,8 +69,10 @@ def test_every_pass_covers_the_split_once_holding_at_most_capacity(shards, capac
     assert shuffled != in_order
     assert ids(source.batches(5, seed=1)) == shuffled  # the same seed, the same order
     assert ids(source.batches(5, seed=2)) != shuffled
-    assert 0 < source.peak <= capacity
     assert all(len(batch) <= 5 for batch in source.batches(5, seed=3))
+    passes = [ids(source.batches(1024)), ids(source.batches(1024, seed=4))]
+    assert all(sorted(done) == sorted(in_order) for done in passes)
+    assert 0 < source.peak <= capacity  # batches larger than the capacity too
 
 
 def test_shards_do_not_depend_on_the_order_examples_arrive_in(tmp_path):

@@ -141,6 +141,9 @@ class ExampleShards:
         self.peak = max(self.peak, count)
 
     def batches(self, size: int, seed: int | None = None) -> Iterator[Batch]:
+        """Batches of at most half the capacity: what is held while one fills, plus the chunk
+        read into it, stays within the capacity."""
+        size = min(size, self.capacity // 2)
         if seed is None:
             yield from self._in_order(size)
         else:
