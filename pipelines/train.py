@@ -1,19 +1,23 @@
-"""Trains and evaluates the paper's models on a generated dataset (Ding et al. 2016, Table 3).
+"""Trains and evaluates the paper's models on a generated dataset (Ding et al. 2016, Tables 3-5).
 
 Reads a dataset written by ``pipelines.generate``, turns every instance into
 vectors (image, options, text-only features), fits Baseline-I2C, -C2I, -LinM,
-the FFNN, a text-only FFNN and a bigram language model on train (selected on
-dev), and reports the accuracy of each, and of the untrained text-only audits,
-on dev and test, against chance 1/k (k options per instance: 5, 4 or 2)::
+the FFNN, a text-only FFNN, a bigram language model and Vec2seq+FFNN (one per
+--vec2seq_sizes and --lambda_gen value) on train, selected on dev, streaming
+minibatches in bounded memory; reports the accuracy of each, and of the
+untrained text-only audits, on dev and test against chance 1/k (k options per
+instance: 5, 4 or 2), and the CIDEr-D and ROUGE-L of the captions each
+Vec2seq+FFNN generates for the dev and test images::
 
     python -m pipelines.train --dataset out/mcic-coco --output out/train-coco \\
-        [--image_features inception.parquet]
+        [--image_features inception.parquet] [--lambda_gen 0,0.1,1,10]
 
-On Dataflow::
+Needs the ``train`` extra (PyTorch, scikit-learn, pycocoevalcap). On Dataflow
+(workers get the extra through a requirements file the run writes)::
 
     python -m pipelines.train --dataset gs://BUCKET/mcic-coco --output gs://BUCKET/train \\
         --runner DataflowRunner --project PROJECT --region REGION \\
-        --temp_location gs://BUCKET/tmp --setup_file ./setup.py --machine_type n2-highmem-8
+        --temp_location gs://BUCKET/tmp --setup_file ./setup.py
 """
 
 import dataclasses
@@ -138,9 +142,10 @@ COMMAND = Command(
     prog="dmc-train",
     description=(
         "Trains and evaluates the paper's models (Baseline-I2C, -C2I, -LinM, the FFNN, a "
-        "text-only FFNN and a bigram language model) on a dataset dmc-generate wrote, and "
-        "prints their accuracy on dev and test against chance 1/k (k options) in the shape "
-        "of the paper's Table 3; metrics.json, table.txt and the fitted models go to "
+        "text-only FFNN, a bigram language model and Vec2seq+FFNN) on a dataset dmc-generate "
+        "wrote, and prints their accuracy on dev and test against chance 1/k (k options) in "
+        "the shape of the paper's Table 3, with Vec2seq+FFNN's captioning scores (CIDEr-D, "
+        "ROUGE-L) as in Table 5; metrics.json, table.txt, captions and the fitted models go to "
         "--output. Without --image_features an image is represented by concept features "
         "read off its other captions: an oracle, not vision."
     ),

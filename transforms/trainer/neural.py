@@ -22,7 +22,7 @@ import itertools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -48,21 +48,30 @@ def tensor(x: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
 
 
+class Trainable(Protocol):
+    """A model whose scores read a PyTorch module that training updates in place."""
+
+    name: str
+    module: nn.Module
+
+    def scores(self, batch: Batch) -> np.ndarray: ...
+
+
 def train_epochs(
-    module: nn.Module,
+    model: Trainable,
     loss: Loss,
     optimizer: torch.optim.Optimizer,
     data: FitData,
-    dev_accuracy: Callable[[], float],
+    config: TrainConfig,
     *,
-    name: str,
     epochs: int,
-    batch_size: int,
     clip_norm: float | None,
-    seed: int,
 ) -> dict:
-    """Trains ``module`` in place and leaves it with the best epoch's weights; returns the
-    selection record (best epoch, dev accuracy and mean training losses per epoch)."""
+    """Trains ``model.module`` in place on minibatches of ``config.batch_size`` and leaves it
+    with the weights of the epoch with the best dev accuracy (``model.scores`` reads the
+    module); returns the selection record (best epoch, dev accuracy and mean training losses
+    per epoch)."""
+    module, name = model.module, model.name
     best_state, best_accuracy, best_epoch = copy.deepcopy(module.state_dict()), -1.0, 0
     history: list[float] = []
     losses: dict[str, list[float]] = {}
@@ -70,7 +79,8 @@ def train_epochs(
         module.train()
         sums: dict[str, float] = {}
         steps = 0
-        for batch in data.train.batches(batch_size, seed=keyed_int(seed, f"{name} epoch {epoch}")):
+        shuffle = keyed_int(config.seed, f"{name} epoch {epoch}")
+        for batch in data.train.batches(config.batch_size, seed=shuffle):
             optimizer.zero_grad()
             parts = loss(batch)
             parts["loss"].backward()
@@ -82,7 +92,7 @@ def train_epochs(
             steps += 1
         module.eval()
         with torch.no_grad():
-            history.append(round(dev_accuracy(), 4))
+            history.append(round(source_accuracy(model.scores, data.dev), 4))
         for part, total in sums.items():
             losses.setdefault(part, []).append(round(total / max(steps, 1), 5))
         logging.info(
@@ -155,17 +165,9 @@ def fit_bilinear(name: str, data: FitData, config: TrainConfig) -> Bilinear:
         hinge = hinge_loss(module(images, options), torch.from_numpy(batch.labels))
         return {"loss": hinge + 0.5 * config.linm_l2 * (module.theta**2).sum()}
 
+    optimizer = torch.optim.SGD(module.parameters(), lr=config.linm_learning_rate)
     selection = train_epochs(
-        module,
-        loss,
-        torch.optim.SGD(module.parameters(), lr=config.linm_learning_rate),
-        data,
-        lambda: source_accuracy(model.scores, data.dev),
-        name=name,
-        epochs=config.epochs,
-        batch_size=config.batch_size,
-        clip_norm=None,
-        seed=config.seed,
+        model, loss, optimizer, data, config, epochs=config.epochs, clip_norm=None
     )
     return Bilinear(name, image_scaler, option_scaler, module, selection)
 
@@ -262,16 +264,8 @@ def fit_classifier(name: str, data: FitData, config: TrainConfig, *, inputs: str
     def loss(batch: Batch) -> dict[str, torch.Tensor]:
         return {"loss": nn.functional.cross_entropy(module(model.pairs(batch)), yes_labels(batch))}
 
+    optimizer = torch.optim.Adagrad(module.parameters(), lr=config.ffnn_learning_rate)
     selection = train_epochs(
-        module,
-        loss,
-        torch.optim.Adagrad(module.parameters(), lr=config.ffnn_learning_rate),
-        data,
-        lambda: source_accuracy(model.scores, data.dev),
-        name=name,
-        epochs=config.epochs,
-        batch_size=config.batch_size,
-        clip_norm=config.clip_norm,
-        seed=config.seed,
+        model, loss, optimizer, data, config, epochs=config.epochs, clip_norm=config.clip_norm
     )
     return Classifier(name, inputs, scaler, module, selection)

@@ -32,7 +32,6 @@ from transforms.trainer.models import (
     PASS_BATCH,
     TrainConfig,
     Vec2seqSize,
-    source_accuracy,
     target_texts,
 )
 from transforms.trainer.neural import feedforward, seeded, tensor, train_epochs, yes_labels
@@ -254,17 +253,15 @@ def fit_vec2seq(
             "generation": generation / len(batch),
         }
 
+    optimizer = torch.optim.Adagrad(module.parameters(), lr=config.vec2seq_learning_rate)
     selection = train_epochs(
-        module,
+        model,
         loss,
-        torch.optim.Adagrad(module.parameters(), lr=config.vec2seq_learning_rate),
+        optimizer,
         data,
-        lambda: source_accuracy(model.scores, data.dev),
-        name=name,
+        config,
         epochs=config.vec2seq_epochs,
-        batch_size=config.batch_size,
         clip_norm=config.clip_norm,
-        seed=config.seed,
     )
     selection = {
         **selection,
