@@ -88,7 +88,7 @@ def test_hinge_uses_the_worst_decoy_and_is_zero_beyond_the_margin():
     np.testing.assert_allclose(module.theta.grad.numpy(), [[-0.5, 0.0], [0.0, 0.0]])
     with torch.no_grad():
         module.theta.mul_(2)
-    assert float(hinge_loss(module(images, options), torch.tensor([0]))) == 0.0
+    assert float(hinge_loss(module(images, options), torch.tensor([0])).detach()) == 0.0
 
 
 def test_feedforward_cross_entropy_matches_its_definition_and_finite_differences():
