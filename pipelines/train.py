@@ -142,8 +142,8 @@ COMMAND = Command(
     prog="dmc-train",
     description=(
         "Trains and evaluates the paper's models (Baseline-I2C, -C2I, -LinM, the FFNN, a "
-        "text-only FFNN, a bigram language model and Vec2seq+FFNN) on a dataset dmc-generate "
-        "wrote, and prints their accuracy on dev and test against chance 1/k (k options) in "
+        "text-only FFNN, a bigram language model and Vec2seq+FFNN) on a generated dataset, "
+        "and prints their accuracy on dev and test against chance 1/k (k options) in "
         "the shape of the paper's Table 3, with Vec2seq+FFNN's captioning scores (CIDEr-D, "
         "ROUGE-L) as in Table 5; metrics.json, table.txt, captions and the fitted models go to "
         "--output. Without --image_features an image is represented by concept features "
