@@ -15,15 +15,16 @@ from transforms.errors import InputError
 from transforms.files import write_file
 from transforms.language.objects import CATEGORY_IDS, instances_document
 
-MAX_IMAGES = 150_000
+MAX_IMAGES = 660_000  # 3.3M captions at five per image: Conceptual Captions' size
 
 COMMAND = Command(
     prog="dmc-make-corpus",
     description=(
         "Writes the project's synthetic corpus in COCO format: one latent scene per image "
         "(a subject, an activity, a place, a time of day) and five captions describing it "
-        "with different templates, synonyms and omitted details. Image i depends only on "
-        "(seed, i), so smaller corpora are prefixes of larger ones. With --instances, also "
+        "with different templates, synonyms and omitted details (--captions_per_image keeps "
+        "the first few). Image i depends only on (seed, i), so smaller corpora are prefixes "
+        "of larger ones. With --instances, also "
         "the COCO instances file of the scenes' objects (one unit box per object)."
     ),
     example="dmc-make-corpus --num_images 4000 --output out/corpus/captions_synthetic.json",
@@ -38,6 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--num_images", type=int, default=4000, help=f"images, 1 to {MAX_IMAGES:,} (default: 4000)"
     )
+    parser.add_argument(
+        "--captions_per_image",
+        type=int,
+        metavar="C",
+        default=CAPTIONS_PER_IMAGE,
+        help=f"each image's first C of its {CAPTIONS_PER_IMAGE} captions, 1 to "
+        f"{CAPTIONS_PER_IMAGE} (1: Conceptual Captions' shape; default: {CAPTIONS_PER_IMAGE})",
+    )
     parser.add_argument("--seed", type=int, default=0, help="corpus seed (default: 0)")
     parser.add_argument(
         "--instances",
@@ -49,16 +58,18 @@ def main(argv: list[str] | None = None) -> int:
         refuse_unknown(unknown, parser._option_string_actions)
         if not 1 <= args.num_images <= MAX_IMAGES:
             raise InputError(f"--num_images must be between 1 and {MAX_IMAGES:,}")
+        if not 1 <= args.captions_per_image <= CAPTIONS_PER_IMAGE:
+            raise InputError(f"--captions_per_image must be between 1 and {CAPTIONS_PER_IMAGE}")
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     logging.getLogger().setLevel(logging.INFO)
     started = time.monotonic()
-    images = write_coco(args.output, args.seed, args.num_images)["images"]
+    images = write_coco(args.output, args.seed, args.num_images, args.captions_per_image)["images"]
     logging.info(
         "wrote %d images, %d captions to %s in %.1fs",
         args.num_images,
-        args.num_images * CAPTIONS_PER_IMAGE,
+        args.num_images * args.captions_per_image,
         args.output,
         time.monotonic() - started,
     )

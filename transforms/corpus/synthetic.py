@@ -12,7 +12,18 @@ place show), so ``pipelines.make_corpus --instances`` can write the COCO
 instances file its captions would have.
 
 Image ``i``'s scene and captions depend only on (seed, i), so a corpus of
-1,000 images is the first 1,000 images of a corpus of 150,000.
+1,000 images is the first 1,000 images of a corpus of 660,000, and a corpus
+of ``c`` captions per image holds each image's first ``c`` of its five (1 is
+Conceptual Captions' shape: one caption per image).
+
+Variety is finite (five sentence templates over a small vocabulary).
+Counted on normalised text (``transforms/corpus/normalize.py``), seed 0,
+five captions per image: 124,000 images give 598,575 captions after the
+pipeline's per-image de-duplication, 351,056 distinct texts; 660,000 images
+give 3,186,566 captions, 1,101,007 distinct texts, and 3.6% of the captions
+have a text that more than 200 captions share (200: how deep closed sets
+search, 50 x 4). One caption per image, 660,000 images give 373,606
+distinct texts.
 """
 
 import json
@@ -307,12 +318,14 @@ def describe(scene: dict, rng: np.random.Generator) -> str:
     return text[0].upper() + text[1:] + ("." if rng.random() < 0.7 else "")
 
 
-def images(seed: int, num_images: int) -> Iterator[tuple[int, list[str]]]:
-    """(image id, five captions) for images 1..num_images."""
+def images(
+    seed: int, num_images: int, captions_per_image: int = CAPTIONS_PER_IMAGE
+) -> Iterator[tuple[int, list[str]]]:
+    """(image id, its first ``captions_per_image`` captions) for images 1..num_images."""
     for index in range(num_images):
         rng = np.random.default_rng([seed, index, 1])
         latent = scene(seed, index)
-        yield index + 1, [describe(latent, rng) for _ in range(CAPTIONS_PER_IMAGE)]
+        yield index + 1, [describe(latent, rng) for _ in range(captions_per_image)]
 
 
 def scene_objects(seed: int, num_images: int) -> Iterator[tuple[int, tuple[str, ...]]]:
@@ -321,7 +334,7 @@ def scene_objects(seed: int, num_images: int) -> Iterator[tuple[int, tuple[str, 
         yield index + 1, scene(seed, index)["objects"]
 
 
-def coco_document(seed: int, num_images: int) -> dict:
+def coco_document(seed: int, num_images: int, captions_per_image: int = CAPTIONS_PER_IMAGE) -> dict:
     """A corpus in COCO's captions_*.json format."""
     document = {
         "info": {"description": f"dmc-datasets synthetic corpus, seed {seed}"},
@@ -329,7 +342,7 @@ def coco_document(seed: int, num_images: int) -> dict:
         "images": [],
         "annotations": [],
     }
-    for image_id, captions in images(seed, num_images):
+    for image_id, captions in images(seed, num_images, captions_per_image):
         document["images"].append(
             {"id": image_id, "file_name": f"SYNTH_{image_id:012d}.jpg", "width": 640, "height": 480}
         )
@@ -341,8 +354,10 @@ def coco_document(seed: int, num_images: int) -> dict:
     return document
 
 
-def write_coco(path: str, seed: int, num_images: int) -> dict:
+def write_coco(
+    path: str, seed: int, num_images: int, captions_per_image: int = CAPTIONS_PER_IMAGE
+) -> dict:
     """Writes the corpus and returns it."""
-    document = coco_document(seed, num_images)
+    document = coco_document(seed, num_images, captions_per_image)
     write_file(path, json.dumps(document).encode("utf-8"))
     return document
