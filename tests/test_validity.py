@@ -4,7 +4,16 @@ import numpy as np
 
 from transforms.corpus.store import make_corpus
 from transforms.corpus.surface import encode_ngrams
-from transforms.strategies.validity import RULES, ValidityRules, choose_valid, pairs_allowed
+from transforms.strategies.validity import (
+    RULES,
+    VALID,
+    ValidityRules,
+    _corpus_arrays,
+    _violation,
+    choose_valid,
+    mutual_allowed,
+    pairs_allowed,
+)
 
 IMAGE_0 = ["a man rides a red bike down a hill", "a cyclist on a steep road in the sun"]
 OTHERS = [
@@ -35,6 +44,14 @@ def corpus():
         "split": ["train"] * n,
     }
     return make_corpus(columns, vectors, encode_ngrams([text.split() for text in texts]))
+
+
+def violation(data, decoy, target, sim_pv, rules) -> int:
+    """The first rule ``decoy`` breaks as a decoy of ``target`` (VALID if none): choose_valid's."""
+    return _violation(
+        decoy, target, sim_pv, *_corpus_arrays(data), rules.limit, rules.own_caption_rule,
+        data.ngrams.scratch(),
+    )  # fmt: skip
 
 
 def choose(corpus, candidates, rules=RULES_ON, sim_pv=None, need=4):
@@ -88,3 +105,42 @@ def test_pairs_are_allowed_only_when_valid_both_ways_round():
     assert not allowed[0, 1] and not allowed[0, 3] and not allowed[0, 4] and not allowed[5, 6]
     assert allowed[0, 2] and allowed[3, 2] and allowed[5, 7]
     assert not allowed[3, 4]  # near-copies of each other
+
+
+def test_mutual_allowed_is_pairs_allowed_on_every_pair_with_either_rule_set():
+    data = corpus()
+    rows = np.array([8, 0, 3, 5, 2, 4, 6, 1, 7])  # any order
+    rng = np.random.default_rng(0)
+    sim_pv = rng.uniform(-1, 1, size=(9, 9))
+    sim_pv = (sim_pv + sim_pv.T) / 2
+    for rules in (RULES_ON, ValidityRules(limit=0.5, own_caption_rule=True)):
+        pairwise, _ = pairs_allowed(
+            data, rows, np.tile(rows, (9, 1)), sim_pv, rules, data.ngrams.scratch()
+        )
+        mutual = mutual_allowed(data, rows, sim_pv, rules, data.ngrams.scratch())
+        np.testing.assert_array_equal(mutual, pairwise)
+    assert mutual.any() and not mutual.all()
+
+
+def test_pairs_allowed_applies_each_rule_both_ways_round_as_choose_valid_does():
+    """The pair kernel loads each n-gram table once; the answer is the per-decoy rule's."""
+    data = corpus()
+    rows = np.arange(9)
+    sim_pv = np.random.default_rng(1).uniform(-1, 1, size=(9, 9))
+    for rules in (RULES_ON, ValidityRules(limit=0.5, own_caption_rule=True)):
+        allowed, rejected = pairs_allowed(
+            data, rows, np.tile(rows, (9, 1)), sim_pv, rules, data.ngrams.scratch()
+        )
+        expected = np.zeros(len(RULES), dtype=np.int64)
+        for target in rows:
+            for decoy in rows:
+                forward = violation(data, decoy, target, sim_pv[target, decoy], rules)
+                reason = (
+                    forward
+                    if forward != VALID
+                    else violation(data, target, decoy, sim_pv[target, decoy], rules)
+                )
+                assert allowed[target, decoy] == (reason == VALID)
+                if reason != VALID:
+                    expected[reason] += 1
+        np.testing.assert_array_equal(rejected, expected)

@@ -144,6 +144,24 @@ def loaded_sim_surf(ids, ranks, offsets, lengths, candidate, scratch):
 
 
 @numba.njit(nogil=True, cache=True)
+def loaded_sim_surf_against(ids, ranks, offsets, lengths, reference, hypothesis_length, scratch):
+    """simSURF of the caption loaded into ``scratch`` (``hypothesis_length`` tokens), as the
+    hypothesis, against ``reference``: clipped matches, sum of min(count in one, count in the
+    other), are symmetric, so one loaded hypothesis meets many references. Equal, bit for bit,
+    to :func:`loaded_sim_surf` with the roles of loaded and scanned caption swapped."""
+    log_sum = 0.0
+    for n in range(MAX_ORDER):
+        matched = 0
+        for k in range(offsets[reference, n], offsets[reference, n + 1]):
+            if ranks[k] <= scratch[ids[k]]:
+                matched += 1
+        if matched == 0:
+            return 0.0
+        log_sum += np.log(matched / (hypothesis_length - n))
+    return np.exp(log_sum / MAX_ORDER)
+
+
+@numba.njit(nogil=True, cache=True)
 def _sim_surf_kernel(ids, ranks, offsets, lengths, targets, candidates, scratch, out):
     for b in range(targets.shape[0]):
         load_reference(ids, offsets, targets[b], scratch)

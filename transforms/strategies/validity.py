@@ -27,7 +27,12 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from transforms.corpus.store import Corpus
-from transforms.corpus.surface import load_reference, loaded_sim_surf, unload_reference
+from transforms.corpus.surface import (
+    load_reference,
+    loaded_sim_surf,
+    loaded_sim_surf_against,
+    unload_reference,
+)
 
 RULES = (
     "same_image",
@@ -37,6 +42,7 @@ RULES = (
     "repeats_an_option",
 )
 VALID = -1
+NONE = -2  # a -1 (padding) candidate
 SAME_IMAGE, COPIES, SURFACE, CLOSER, REPEATS = range(len(RULES))
 
 
@@ -151,25 +157,61 @@ def _pairs_kernel(
     targets, candidates, sim_pv, image_of, image_rows, image_offsets, text_id, own_closeness,
     ids, ranks, offsets, lengths, limit, own_caption_rule, scratch, allowed, rejected,
 ):  # fmt: skip
+    """_violation both ways round for every pair, with each n-gram table loaded once: the
+    target's image captions once per target (candidates as decoys), then the target itself
+    (as a decoy of each candidate's image, :func:`loaded_sim_surf_against`)."""
+    width = candidates.shape[1]
+    forward = np.empty(width, np.int64)  # the candidate as a decoy of the target
     for b in range(targets.shape[0]):
-        for j in range(candidates.shape[1]):
-            other = candidates[b, j]
-            if other < 0:
-                continue
-            reason = _violation(
-                other, targets[b], sim_pv[b, j], image_of, image_rows, image_offsets, text_id,
-                own_closeness, ids, ranks, offsets, lengths, limit, own_caption_rule, scratch,
-            )  # fmt: skip
-            if reason == VALID:
-                reason = _violation(
-                    targets[b], other, sim_pv[b, j], image_of, image_rows, image_offsets,
-                    text_id, own_closeness, ids, ranks, offsets, lengths, limit,
-                    own_caption_rule, scratch,
-                )  # fmt: skip
+        target = targets[b]
+        image = image_of[target]
+        start, end = image_offsets[image], image_offsets[image + 1]
+        for j in range(width):
+            decoy = candidates[b, j]
+            forward[j] = VALID if decoy >= 0 else NONE
+            if decoy >= 0 and image_of[decoy] == image:
+                forward[j] = SAME_IMAGE
+            for k in range(start, end):
+                if forward[j] == VALID and text_id[image_rows[k]] == text_id[decoy]:
+                    forward[j] = COPIES
+        for k in range(start, end):
+            load_reference(ids, offsets, image_rows[k], scratch)
+            for j in range(width):
+                if forward[j] == VALID and (
+                    loaded_sim_surf(ids, ranks, offsets, lengths, candidates[b, j], scratch)
+                    >= limit
+                ):
+                    forward[j] = SURFACE
+            unload_reference(ids, offsets, image_rows[k], scratch)
+        load_reference(ids, offsets, target, scratch)
+        for j in range(width):
+            reason = forward[j]
+            if reason == VALID and own_caption_rule and sim_pv[b, j] >= own_closeness[target]:
+                reason = CLOSER
+            if reason == VALID:  # the target as a decoy of the candidate's image
+                other = image_of[candidates[b, j]]
+                for k in range(image_offsets[other], image_offsets[other + 1]):
+                    if reason == VALID and text_id[image_rows[k]] == text_id[target]:
+                        reason = COPIES
+                for k in range(image_offsets[other], image_offsets[other + 1]):
+                    if reason == VALID and (
+                        loaded_sim_surf_against(
+                            ids, ranks, offsets, lengths, image_rows[k], lengths[target], scratch
+                        )
+                        >= limit
+                    ):
+                        reason = SURFACE
+                if (
+                    reason == VALID
+                    and own_caption_rule
+                    and sim_pv[b, j] >= own_closeness[candidates[b, j]]
+                ):
+                    reason = CLOSER
             if reason == VALID:
                 allowed[b, j] = True
-            else:
+            elif reason != NONE:
                 rejected[reason] += 1
+        unload_reference(ids, offsets, target, scratch)
 
 
 def pairs_allowed(
@@ -198,6 +240,57 @@ def pairs_allowed(
         rejected,
     )
     return allowed, rejected
+
+
+@numba.njit(nogil=True, cache=True)
+def _mutual_kernel(
+    rows, sim_pv, image_of, image_rows, image_offsets, text_id, own_closeness,
+    ids, ranks, offsets, lengths, limit, own_caption_rule, scratch, allowed,
+):  # fmt: skip
+    n = len(rows)
+    invalid = np.zeros((n, n), np.bool_)  # [d, t]: d may not be a decoy of t (_violation's rules)
+    for t in range(n):
+        image = image_of[rows[t]]
+        for k in range(image_offsets[image], image_offsets[image + 1]):
+            caption = image_rows[k]
+            load_reference(ids, offsets, caption, scratch)
+            for d in range(n):
+                if not invalid[d, t] and (
+                    image_of[rows[d]] == image
+                    or text_id[rows[d]] == text_id[caption]
+                    or loaded_sim_surf(ids, ranks, offsets, lengths, rows[d], scratch) >= limit
+                ):
+                    invalid[d, t] = True
+            unload_reference(ids, offsets, caption, scratch)
+    for a in range(n):
+        for b in range(a + 1, n):
+            ok = not invalid[a, b] and not invalid[b, a]
+            if ok and own_caption_rule:  # NaN (a lone caption): passes
+                ok = not (sim_pv[a, b] >= own_closeness[rows[a]]) and not (
+                    sim_pv[a, b] >= own_closeness[rows[b]]
+                )
+            allowed[a, b] = allowed[b, a] = ok
+
+
+def mutual_allowed(
+    corpus: Corpus, rows: np.ndarray, sim_pv: np.ndarray, rules: ValidityRules, scratch: np.ndarray
+) -> np.ndarray:
+    """Which pairs of ``rows`` may be each other's decoy: :func:`pairs_allowed` on every pair
+    of a small set of captions, each caption's image loaded once (n^2 simSURFs, not 5 n^2).
+
+    ``sim_pv``: (n, n) cosines. Returns bool (n, n), symmetric, False on the diagonal.
+    """
+    allowed = np.zeros((len(rows), len(rows)), dtype=bool)
+    _mutual_kernel(
+        np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(sim_pv, dtype=np.float64),
+        *_corpus_arrays(corpus),
+        rules.limit,
+        rules.own_caption_rule,
+        scratch,
+        allowed,
+    )
+    return allowed
 
 
 class RejectionCounters:
