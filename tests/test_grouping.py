@@ -5,7 +5,14 @@ import itertools
 import numpy as np
 import pytest
 
-from transforms.strategies.grouping import form_sets
+from transforms.strategies.grouping import (
+    COVERED,
+    NEIGHBOURS_TAKEN,
+    NO_CLIQUE,
+    NO_VALID_NEIGHBOURS,
+    border_sets,
+    form_sets,
+)
 
 
 def planted(groups: int, k: int, noise: float, seed: int = 0):
@@ -70,3 +77,66 @@ def test_noisy_groups_stay_pure_and_overlay_covers_the_rest():
     sets = form_sets(neighbours, similarity, allowed, seed=0, max_memberships=2)
     assert np.array_equal(sets[: len(partition)], partition)  # overlay only adds sets
     assert len(np.unique(sets)) >= 490
+
+
+def leftover_weights(rows: np.ndarray, candidates: np.ndarray, cosine: np.ndarray, allowed):
+    """The border pass's input from a full cosine matrix and a pair rule, as LeftoverGraphs."""
+    nodes = np.concatenate([rows[:, None], candidates], axis=1)
+    weights = np.full((*nodes.shape, nodes.shape[1]), np.nan, dtype=np.float32)
+    for b, row in enumerate(nodes):
+        row = row[row >= 0]
+        mask = allowed[np.ix_(row, row)]
+        weights[b, : len(row), : len(row)] = np.where(mask, cosine[np.ix_(row, row)], np.nan)
+    return weights
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_border_sets_are_allowed_cliques_and_take_each_caption_once(overlap):
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(200, 16))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosine = (vectors @ vectors.T).astype(np.float32)
+    allowed = rng.random((200, 200)) > 0.3
+    allowed &= allowed.T
+    np.fill_diagonal(allowed, False)
+    leftovers = np.arange(0, 200, 4)  # a quarter of the captions were left out
+    masked = np.where(allowed[leftovers], cosine[leftovers], -np.inf)
+    candidates = np.argsort(-masked, axis=1, kind="stable")[:, :12]
+    weights = leftover_weights(leftovers, candidates, cosine, allowed)
+    sets, reasons = border_sets(leftovers, candidates, weights, seed=0, overlap=overlap)
+    assert len(sets) and sets.shape[1] == 5
+    for row in sets.tolist():
+        assert all(allowed[a, b] for a, b in itertools.combinations(row, 2))
+    counts = np.bincount(sets.ravel(), minlength=200)
+    assert counts.max() == 1  # every caption joins at most one border set
+    if not overlap:  # only captions no set holds yet: the leftovers
+        assert np.isin(sets, leftovers).all()
+    covered = np.isin(leftovers, sets)
+    assert ((reasons == COVERED) == covered).all()
+    again = border_sets(leftovers, candidates, weights, seed=0, overlap=overlap)
+    np.testing.assert_array_equal(sets, again[0])
+
+
+def test_border_reasons_say_why_a_leftover_is_in_no_set():
+    cosine = np.full((12, 12), 0.5, dtype=np.float32)
+    allowed = np.ones((12, 12), dtype=bool)
+    np.fill_diagonal(allowed, False)
+    allowed[1, 2:5] = allowed[2:5, 1] = False  # leftover 1's candidates 2-5 hold no 4-clique
+    allowed[1, 5] = allowed[5, 1] = True
+    allowed[2, 3] = allowed[3, 2] = False
+    leftovers = np.array([0, 1, 6])
+    candidates = np.array(
+        [
+            [7, 8, 9, 10],  # 0: a clique with 7-10
+            [2, 3, 4, 5],  # 1: 2 and 3 may not share a set
+            [7, 8, 9, -1],  # 6: three candidates only
+        ]
+    )
+    weights = leftover_weights(leftovers, candidates, cosine, allowed)
+    sets, reasons = border_sets(leftovers, candidates, weights, seed=0, overlap=True)
+    assert sets.tolist() == [[0, 7, 8, 9, 10]]
+    assert reasons.tolist() == [COVERED, NO_CLIQUE, NO_VALID_NEIGHBOURS]
+    candidates[1] = [7, 8, 9, 10]  # a clique, but whichever goes first takes its captions
+    weights = leftover_weights(leftovers, candidates, cosine, allowed)
+    sets, reasons = border_sets(leftovers, candidates, weights, seed=0, overlap=True)
+    assert len(sets) == 1 and sorted(reasons[:2].tolist()) == [COVERED, NEIGHBOURS_TAKEN]

@@ -82,12 +82,43 @@ def _adjacency(
 
 
 @numba.njit(cache=True)
+def _heaviest(w_seed, w, budget, found) -> float:
+    """Heaviest 4-clique of a dense neighbourhood into ``found`` (its 4 indices); -inf if none.
+
+    ``w_seed[i]``: weight of candidate i with the seed; ``w[i, j]``: cosine of i and j, NaN
+    where the pair is not an edge. Best-first by weight with the seed; once a clique is
+    found, stops after ``budget`` innermost steps.
+    """
+    m = len(w_seed)
+    best = -np.inf
+    steps = 0
+    for i in range(m):
+        for j in range(i + 1, m):
+            if np.isnan(w[i, j]):
+                continue
+            w_ij = w_seed[i] + w_seed[j] + w[i, j]
+            for k in range(j + 1, m):
+                if np.isnan(w[i, k]) or np.isnan(w[j, k]):
+                    continue
+                w_ijk = w_ij + w_seed[k] + w[i, k] + w[j, k]
+                for t in range(k + 1, m):
+                    steps += 1
+                    if np.isnan(w[i, t]) or np.isnan(w[j, t]) or np.isnan(w[k, t]):
+                        continue
+                    total = w_ijk + w_seed[t] + w[i, t] + w[j, t] + w[k, t]
+                    if total > best:
+                        best = total
+                        found[0], found[1], found[2], found[3] = i, j, k, t
+                if steps > budget and best > -np.inf:
+                    return best
+    return best
+
+
+@numba.njit(cache=True)
 def _best_clique(seed, indptr, idx, sim, usable, bonus, budget, loc, row) -> float:
     """Heaviest 5-clique through ``seed`` among ``usable`` neighbours into ``row``; -inf if none.
 
-    Weight = sum of the 10 cosines + ``bonus`` of the 4 other members. The search enumerates
-    4-cliques of the neighbourhood, best-first by cosine to the seed, and once one is found
-    stops after ``budget`` innermost steps.
+    Weight = sum of the 10 cosines + ``bonus`` of the 4 other members (:func:`_heaviest`).
     """
     lo, hi = indptr[seed], indptr[seed + 1]
     cand = np.empty(hi - lo, np.int64)
@@ -109,33 +140,12 @@ def _best_clique(seed, indptr, idx, sim, usable, bonus, budget, loc, row) -> flo
                 w[i, loc[idx[jj]]] = sim[jj]
     for i in range(m):
         loc[cand[i]] = -1
-    best = -np.inf
-    steps = 0
-    for i in range(m):
-        for j in range(i + 1, m):
-            if np.isnan(w[i, j]):
-                continue
-            w_ij = w_seed[i] + w_seed[j] + w[i, j]
-            for k in range(j + 1, m):
-                if np.isnan(w[i, k]) or np.isnan(w[j, k]):
-                    continue
-                w_ijk = w_ij + w_seed[k] + w[i, k] + w[j, k]
-                for t in range(k + 1, m):
-                    steps += 1
-                    if np.isnan(w[i, t]) or np.isnan(w[j, t]) or np.isnan(w[k, t]):
-                        continue
-                    total = w_ijk + w_seed[t] + w[i, t] + w[j, t] + w[k, t]
-                    if total > best:
-                        best = total
-                        row[0], row[1], row[2], row[3], row[4] = (
-                            seed,
-                            cand[i],
-                            cand[j],
-                            cand[k],
-                            cand[t],
-                        )
-                if steps > budget and best > -np.inf:
-                    return best
+    found = np.empty(SIZE - 1, np.int64)
+    best = _heaviest(w_seed[:m], w, budget, found)
+    if best > -np.inf:
+        row[0] = seed
+        for q in range(SIZE - 1):
+            row[q + 1] = cand[found[q]]
     return best
 
 
@@ -420,3 +430,112 @@ def form_sets(
         return sets
     extra = _overlay(sets, indptr, idx, sim, tie, budget, max_memberships, coverage_bonus)
     return np.concatenate([sets, extra])
+
+
+COVERED, NO_VALID_NEIGHBOURS, NO_CLIQUE, NEIGHBOURS_TAKEN = range(4)
+LEFT_OUT = {
+    NO_VALID_NEIGHBOURS: "no_valid_neighbours",
+    NO_CLIQUE: "no_5_clique",
+    NEIGHBOURS_TAKEN: "neighbours_taken",
+}
+
+
+@numba.njit(cache=True)
+def _border(nodes, weights, order, uncovered, overlap, coverage_bonus, budget):
+    """Border pass: a clique for each leftover among its own candidates, in ``order``.
+
+    Each caption joins at most one border set, and one already in a set only with
+    ``overlap``; uncovered members earn ``coverage_bonus``.
+    """
+    count = len(order)
+    used = np.zeros(len(uncovered), np.bool_)
+    sets = np.empty((count, SIZE), np.int64)
+    reasons = np.zeros(count, np.int64)
+    found = np.empty(SIZE - 1, np.int64)
+    m_sets = 0
+    for j in order:
+        me = nodes[j, 0]
+        if not uncovered[me]:
+            continue
+        m = 0
+        while m + 1 < nodes.shape[1] and nodes[j, m + 1] >= 0:
+            m += 1
+        if m < SIZE - 1:
+            reasons[j] = NO_VALID_NEIGHBOURS
+            continue
+        pick = np.empty(m, np.int64)
+        usable = 0
+        for i in range(m):
+            x = nodes[j, i + 1]
+            if not used[x] and (uncovered[x] or overlap):
+                pick[usable] = i + 1
+                usable += 1
+        best = -np.inf
+        if usable >= SIZE - 1:
+            w_seed = np.empty(usable, np.float64)
+            w = np.empty((usable, usable), np.float32)
+            for a in range(usable):
+                x = nodes[j, pick[a]]
+                w_seed[a] = weights[j, 0, pick[a]] + (coverage_bonus if uncovered[x] else 0.0)
+                for b in range(usable):
+                    w[a, b] = weights[j, pick[a], pick[b]]
+            best = _heaviest(w_seed, w, budget, found)
+        if best == -np.inf:
+            every = np.empty(m, np.float64)
+            for a in range(m):
+                every[a] = weights[j, 0, a + 1]
+            exists = _heaviest(every, weights[j, 1 : m + 1, 1 : m + 1], budget, found)
+            reasons[j] = NO_CLIQUE if exists == -np.inf else NEIGHBOURS_TAKEN
+            continue
+        sets[m_sets, 0] = me
+        for q in range(SIZE - 1):
+            sets[m_sets, q + 1] = nodes[j, pick[found[q]]]
+        for q in range(SIZE):
+            used[sets[m_sets, q]] = True
+            uncovered[sets[m_sets, q]] = False
+        m_sets += 1
+    return sets[:m_sets], reasons
+
+
+def border_sets(
+    leftovers: np.ndarray,
+    candidates: np.ndarray,
+    weights: np.ndarray,
+    *,
+    seed: int,
+    overlap: bool,
+    coverage_bonus: float = 0.5,
+    budget: int = 5_000,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sets for the captions the parts left out, each among its own candidates across parts.
+
+    leftovers: int64 (L,) caption rows; candidates: int64 (L, M) each one's allowed
+    candidates, best first, -1 padded; weights: float32 (L, M + 1, M + 1), the cosines among
+    the leftover (index 0) and its candidates, NaN where a pair may not share a set.
+    overlap: whether a caption already in a set may join one border set.
+
+    Returns (sets int64 (s, 5) of caption rows, reason per leftover: COVERED or why not).
+    Most constrained leftovers go first (fewest candidates), ties by a seeded permutation.
+    """
+    nodes = np.concatenate([leftovers[:, None], candidates], axis=1)
+    ids, compact = np.unique(nodes, return_inverse=True)
+    compact = compact.reshape(nodes.shape)
+    if ids[0] == -1:  # the padding
+        compact -= 1
+    uncovered = np.zeros(len(ids) - (ids[0] == -1), np.bool_)
+    uncovered[compact[:, 0]] = True
+    tie = np.random.default_rng(seed).permutation(len(leftovers))
+    order = np.lexsort((tie, (candidates >= 0).sum(axis=1))).astype(np.int64)
+    sets, reasons = _border(
+        compact.astype(np.int64),
+        np.asarray(weights, np.float32),
+        order,
+        uncovered,
+        overlap,
+        coverage_bonus,
+        budget,
+    )
+    valid_ids = ids[ids >= 0]
+    covered = ~uncovered[compact[:, 0]]
+    reasons = np.where(covered, COVERED, reasons)
+    return valid_ids[sets], reasons
