@@ -167,28 +167,57 @@ def top_neighbours(neighbours: int) -> Finder:
     return functools.partial(search, neighbours=neighbours)
 
 
-class FindNeighbourhoods(beam.PTransform):
-    """CorpusRef -> Neighbourhood batches, in parallel over shards of targets.
+class BuildIndexes(beam.PTransform):
+    """CorpusRef -> the same CorpusRef, once one index per pool is written beside the corpus.
 
-    The index is built once, on one worker (``BuildIndex``); ``find`` runs on
-    every worker, each process loading the corpus and index once. It maps
-    (corpus, pool, targets) to (candidates, simPV): :func:`top_neighbours`, or
-    a strategy's own (random draws use the index only for vectors).
+    The index build runs on one worker (:func:`build_indexes`).
+    """
+
+    def __init__(self, *, corpus: SharedCorpus):
+        super().__init__()
+        self._pool, self._index = corpus.decoy_pool, corpus.index
+
+    def expand(self, corpus_ref):
+        return corpus_ref | "Build" >> beam.Map(
+            build_indexes, decoy_pool=self._pool, config=self._index
+        )
+
+
+class SearchNeighbourhoods(beam.PTransform):
+    """Indexed CorpusRef -> Neighbourhood batches, in parallel over shards of targets.
+
+    ``find`` runs on every worker, each process loading the corpus and index once. It maps
+    (corpus, pool, targets) to (candidates, simPV): :func:`top_neighbours`, or a
+    strategy's own (random draws use the index only for vectors).
     """
 
     def __init__(self, *, corpus: SharedCorpus, find: Finder, shard_size: int, batch_size: int):
         super().__init__()
         self._search = _SearchShard(corpus, find, batch_size)
-        self._pool, self._index, self._shard_size = corpus.decoy_pool, corpus.index, shard_size
+        self._shard_size = shard_size
 
-    def expand(self, corpus_ref):
+    def expand(self, indexed_ref):
         return (
-            corpus_ref
-            | "BuildIndex" >> beam.Map(build_indexes, decoy_pool=self._pool, config=self._index)
+            indexed_ref
             | "Shards" >> beam.FlatMap(shard_ranges, shard_size=self._shard_size)
             | "Distribute" >> beam.Reshuffle()
             | "Search" >> beam.ParDo(self._search)
         )
+
+
+class FindNeighbourhoods(beam.PTransform):
+    """CorpusRef -> Neighbourhood batches: :class:`BuildIndexes`, then
+    :class:`SearchNeighbourhoods`."""
+
+    def __init__(self, *, corpus: SharedCorpus, find: Finder, shard_size: int, batch_size: int):
+        super().__init__()
+        self._build = BuildIndexes(corpus=corpus)
+        self._search = SearchNeighbourhoods(
+            corpus=corpus, find=find, shard_size=shard_size, batch_size=batch_size
+        )
+
+    def expand(self, corpus_ref):
+        return corpus_ref | "BuildIndex" >> self._build | "Search" >> self._search
 
 
 class _SearchShard(beam.DoFn):
