@@ -158,6 +158,12 @@ class GenerateOptions:
         "partition leaves out get overlay sets among captions in fewer sets)",
         group=Group.DECOYS,
     )
+    set_shard_size: int = _option(
+        50_000,
+        "closed_sets: sets form in parts of a split of at most this many captions, cut along PV "
+        "space, in parallel; the captions a part leaves out get sets across the parts' borders",
+        group=Group.DECOYS,
+    )
     objects: str = _option(
         "",
         "madlibs_hard: COCO instances files (comma-separated paths or globs, e.g. "
@@ -306,6 +312,7 @@ class GenerateOptions:
             set_neighbours=self.set_neighbours,
             set_search_depth=self.set_search_depth,
             set_memberships=self.set_memberships,
+            set_shard_size=self.set_shard_size,
             objects=self.objects,
             cooccurrence_images=self.cooccurrence_images,
             adversarial_rounds=self.adversarial_rounds,
@@ -366,6 +373,7 @@ class GenerateOptions:
             "batch_size",
             "set_memberships",
             "set_search_depth",
+            "set_shard_size",
             "cooccurrence_images",
         ):
             if getattr(self, name) < 1:

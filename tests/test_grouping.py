@@ -115,6 +115,10 @@ def test_border_sets_are_allowed_cliques_and_take_each_caption_once(overlap):
     assert ((reasons == COVERED) == covered).all()
     again = border_sets(leftovers, candidates, weights, seed=0, overlap=overlap)
     np.testing.assert_array_equal(sets, again[0])
+    if overlap:  # captions already in as many sets as allowed never join one
+        full = np.unique(sets[~np.isin(sets, leftovers)])[::2]
+        limited, _ = border_sets(leftovers, candidates, weights, seed=0, overlap=True, full=full)
+        assert len(full) and not np.isin(limited, full).any()
 
 
 def test_border_reasons_say_why_a_leftover_is_in_no_set():

@@ -42,6 +42,7 @@ class StrategyConfig:
     set_neighbours: int  # closed sets: K, the neighbours a set is formed from
     set_search_depth: int  # closed sets: captions searched per caption, as a multiple of K
     set_memberships: int  # closed sets: the most sets one caption may belong to
+    set_shard_size: int  # closed sets: the most captions of one part sets form in
     cooccurrence_images: int  # forced choice: images that make two head words co-occur
     objects: str  # madlibs_hard: COCO instances files or globs, comma-separated; "": captions
     adversarial_rounds: int  # > 0: emit Reserved (Selection + reserve) for AdversarialFilter

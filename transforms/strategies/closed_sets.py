@@ -10,13 +10,27 @@ five and is right on exactly one: text-only accuracy is exactly chance, on
 every split, whatever the model. Sets form within a split, so the novelty
 leak of a whole-corpus pool cannot arise.
 
-Stages: the ``K * --set_search_depth`` nearest captions of the same split
-(``FindNeighbourhoods``), which pairs may share a set and each caption's K
-nearest such (parallel, ``AllowedPairs``), then, per split on
-one worker, the grouping itself (``grouping.form_sets``: clique packing for
-closeness, then repair and overlay sets for coverage). A caption in no set is
-skipped and counted; with ``--set_memberships 2`` a caption may sit in two
-sets, and its second instance's example id ends in ``.2``.
+Stages, none of which holds a whole split's neighbour graph:
+
+1. ``SearchNeighbourhoods``: the ``K * --set_search_depth`` nearest captions of the same
+   split (parallel over shards of targets).
+2. ``AllowedPairs``: which pairs may share a set, each caption's K nearest such, and the
+   *part* of the split it lies in (``parts.py``: regions of PV space of at most
+   ``--set_shard_size`` captions; parallel).
+3. ``FormSets``: the grouping itself (``grouping.form_sets``: clique packing for
+   closeness, repair and overlay sets for coverage) over each part's own edges, one part
+   per worker at a time, keyed by (split, part).
+4. ``BorderSets``: the captions the parts left out (their nearest captions lay across a
+   border) each get a set among their own candidates, wherever those lie: the pairs among
+   them are checked in parallel (``LeftoverGraphs``), then one pass per split over the
+   leftovers alone chooses (``grouping.border_sets``).
+
+A caption in no set is skipped and counted under why (``decoys/closed_set_<why>``):
+``no_valid_neighbours`` (fewer than four candidates pass the validity rules with it),
+``no_5_clique`` (no four of them are mutually valid), ``neighbours_taken`` (every such set
+needs a caption already in as many sets as allowed). With ``--set_memberships`` m > 1 a
+caption may sit in up to m sets (within its part, or fewer there and one border set); its
+further instances' example ids end in ``.2``, ``.3``, ... (a border membership takes ``.m``).
 """
 
 from collections.abc import Iterable
@@ -28,22 +42,34 @@ from apache_beam.metrics import Metrics
 
 from schemas.records import SKIPPED, Selection, Skip
 from transforms.corpus.neighbours import (
+    BuildIndexes,
     Neighbourhood,
     Pool,
+    SearchableCorpus,
+    SearchNeighbourhoods,
     SharedCorpus,
     top_neighbours,
 )
 from transforms.corpus.split import SPLITS
-from transforms.corpus.store import Corpus
+from transforms.corpus.store import Corpus, CorpusRef
 from transforms.corpus.surface import sim_surf_batch
 from transforms.progress import timed
+from transforms.seeds import keyed_int
 from transforms.strategies.base import NEIGHBOURS_MAY_FIT, DecoyStrategy
 from transforms.strategies.choose import decoys_at
-from transforms.strategies.grouping import form_sets
+from transforms.strategies.grouping import COVERED, LEFT_OUT, border_sets, form_sets
+from transforms.strategies.parts import PartTree, depth_for, part_of, plan_parts, sample_rows
 from transforms.strategies.scoring import best_first, score
-from transforms.strategies.validity import RejectionCounters, ValidityRules, pairs_allowed
+from transforms.strategies.validity import (
+    RejectionCounters,
+    ValidityRules,
+    mutual_allowed,
+    pairs_allowed,
+)
 
-NO_SET = "decoys/in_no_closed_set"
+LEFTOVERS = "leftovers"  # FormSets' output of the captions its part left out
+# Skip reasons of a caption in no set, one per grouping.LEFT_OUT reason.
+LEFT_OUT_REASONS = {code: f"decoys/closed_set_{why}" for code, why in LEFT_OUT.items()}
 
 
 class Edges(NamedTuple):
@@ -53,6 +79,20 @@ class Edges(NamedTuple):
     candidates: np.ndarray  # int64 (B, K) corpus rows, -1 padded
     sim_pv: np.ndarray  # float64 (B, K)
     allowed: np.ndarray  # bool (B, K)
+
+
+class AtLimit(NamedTuple):
+    """Captions of a part in as many sets as allowed: the border pass may not use them."""
+
+    rows: np.ndarray  # int64 corpus rows
+
+
+class LeftoverGraphs(NamedTuple):
+    """Leftover captions, their allowed candidates and the weights among them."""
+
+    targets: np.ndarray  # int64 (B,) corpus rows
+    candidates: np.ndarray  # int64 (B, K) allowed candidates first, -1 padded
+    weights: np.ndarray  # float32 (B, K + 1, K + 1): cosines, NaN where not allowed
 
 
 def first_allowed(
@@ -75,8 +115,31 @@ def first_allowed(
     )
 
 
+def plan_trees(
+    ref: CorpusRef, *, corpus: SharedCorpus, shard_size: int, seed: int
+) -> dict[str, PartTree]:
+    """Each split's parts, planned from a seeded sample of its vectors (a few KB)."""
+    pools = corpus.acquire(ref.directory).pools
+    trees = {}
+    for split in SPLITS:
+        pool = pools[split]
+        depth = depth_for(len(pool.rows), shard_size)
+        sample = pool.index.reconstruct_batch(sample_rows(len(pool.rows), depth, seed))
+        trees[split] = plan_parts(sample, depth, seed)
+        Metrics.counter("closed_sets", f"parts_{split}").inc(trees[split].parts)
+    return trees
+
+
+def parts_of(searchable: SearchableCorpus, tree: PartTree, split: str, rows: np.ndarray):
+    """The part of each of ``rows`` (captions of ``split``)."""
+    if tree.depth == 0:
+        return np.zeros(len(rows), np.int64)
+    pool = searchable.pools[split]
+    return part_of(tree, pool.index.reconstruct_batch(np.searchsorted(pool.rows, rows)))
+
+
 class _AllowedPairs(beam.DoFn):
-    """Searched candidates -> each target's K nearest allowed ones, grouped by split.
+    """Searched candidates -> each target's K nearest allowed ones, keyed by (split, part).
 
     The nearest captions of a large split are often paraphrases of the target that
     the validity rules turn away (simSURF >= L); searching deeper than K keeps K
@@ -90,8 +153,9 @@ class _AllowedPairs(beam.DoFn):
     def setup(self):
         self._rejections = RejectionCounters()
 
-    def process(self, batch: Neighbourhood):
-        corpus = self._corpus.acquire(batch.directory).corpus
+    def process(self, batch: Neighbourhood, trees: dict[str, PartTree]):
+        searchable = self._corpus.acquire(batch.directory)
+        corpus = searchable.corpus
         if self._scratch is None:
             self._scratch = corpus.ngrams.scratch()  # one per DoFn instance: not thread-safe
         with timed("decoys", "allowed_pairs"):
@@ -103,20 +167,44 @@ class _AllowedPairs(beam.DoFn):
             batch.candidates, batch.sim_pv, allowed, self._k
         )
         for code in np.unique(corpus.split_of[batch.targets]):
+            split = SPLITS[code]
             mine = corpus.split_of[batch.targets] == code
-            edges = Edges(batch.targets[mine], candidates[mine], sim_pv[mine], allowed[mine])
-            yield (SPLITS[code], batch.directory), edges
+            part = parts_of(searchable, trees[split], split, batch.targets[mine])
+            for p in np.unique(part):
+                here = np.flatnonzero(mine)[part == p]
+                edges = Edges(batch.targets[here], candidates[here], sim_pv[here], allowed[here])
+                yield (split, int(p), batch.directory), edges
 
 
-def split_graph(rows: np.ndarray, edges: list[Edges]) -> tuple[np.ndarray, ...]:
-    """(neighbours, similarity, allowed) over local indices 0..len(rows)-1 of a split's rows."""
+def merged(edges: Iterable[Edges]) -> Edges:
+    """The batches of one key as one, in target order (independent of how they arrived)."""
+    edges = list(edges)
     targets = np.concatenate([e.targets for e in edges])
-    order = np.argsort(np.searchsorted(rows, targets))
-    candidates = np.concatenate([e.candidates for e in edges])[order]
-    local = np.where(candidates >= 0, np.searchsorted(rows, np.maximum(candidates, 0)), -1)
-    similarity = np.concatenate([e.sim_pv for e in edges])[order].astype(np.float32)
-    allowed = np.concatenate([e.allowed for e in edges])[order] & (candidates >= 0)
-    return local.astype(np.int64), similarity, allowed
+    order = np.argsort(targets)
+    return Edges(
+        targets[order],
+        np.concatenate([e.candidates for e in edges])[order],
+        np.concatenate([e.sim_pv for e in edges])[order],
+        np.concatenate([e.allowed for e in edges])[order],
+    )
+
+
+def part_graph(edges: Edges) -> tuple[np.ndarray, ...]:
+    """(neighbours, similarity, allowed) over local indices 0..len(targets)-1 of a part:
+    candidates outside the part are dropped (-1, not allowed).
+
+    >>> graph = part_graph(Edges(np.array([3, 5]), np.array([[5, 9], [3, -1]]),
+    ...                          np.array([[0.5, 0.25], [0.5, 0.0]]),
+    ...                          np.array([[True, True], [True, False]])))
+    >>> [g.tolist() for g in graph]
+    [[[1, -1], [0, -1]], [[0.5, 0.0], [0.5, 0.0]], [[True, False], [True, False]]]
+    """
+    rows = edges.targets
+    found = np.searchsorted(rows, np.maximum(edges.candidates, 0)).clip(max=len(rows) - 1)
+    inside = (edges.candidates >= 0) & (rows[found] == edges.candidates)
+    local = np.where(inside, found, -1)
+    similarity = np.where(inside, edges.sim_pv, 0.0).astype(np.float32)
+    return local.astype(np.int64), similarity, edges.allowed & inside
 
 
 def memberships(sets: np.ndarray, size: int) -> np.ndarray:
@@ -134,47 +222,171 @@ def memberships(sets: np.ndarray, size: int) -> np.ndarray:
     return count
 
 
-class _FormSets(beam.DoFn):
-    def __init__(self, corpus: SharedCorpus, lam: float, limit: float, seed: int, **grouping):
-        self._corpus, self._lam, self._limit, self._seed = corpus, lam, limit, seed
-        self._grouping = grouping
-        self._sets = Metrics.counter("closed_sets", "sets")
-        self._no_set = Metrics.counter(*NO_SET.split("/"))
+def set_selections(
+    corpus: Corpus, pool: Pool, sets: np.ndarray, counts: np.ndarray, lam: float, limit: float
+):
+    """One Selection per member of each set (corpus rows); ``counts``: which membership of
+    its caption each is (example ids of the second and later end in ``.<count>``)."""
+    scratch = corpus.ngrams.scratch()
+    for members, member_counts in zip(sets, counts, strict=True):
+        vectors = pool.index.reconstruct_batch(np.searchsorted(pool.rows, members))
+        cosines = (vectors @ vectors.T).astype(np.float64)
+        for k, target_row in enumerate(members):
+            others = np.delete(np.arange(len(members)), k)
+            candidates = members[others]
+            sim_pv = cosines[k, others]
+            sim_surf = sim_surf_batch(corpus.ngrams, members[k : k + 1], candidates[None], scratch)[
+                0
+            ]
+            scores = score(sim_pv, sim_surf, lam, limit)
+            target = corpus.caption(int(target_row))
+            if member_counts[k] > 1:
+                target = target._replace(example_id=f"{target.example_id}.{member_counts[k]}")
+            ordered = best_first(scores, candidates, np.arange(len(candidates)))
+            similarities = (candidates, sim_pv, sim_surf, scores)
+            yield Selection(target, decoys_at(corpus, *similarities, ordered))
 
-    def process(self, keyed: tuple[tuple[str, str], Iterable[Edges]]):
+
+class _FormSets(beam.DoFn):
+    """One part's edges -> its sets' selections; to ``LEFTOVERS``, the captions it left out,
+    with all their candidates (across the part's border), and those it filled (``AtLimit``).
+    """
+
+    def __init__(
+        self, corpus: SharedCorpus, lam: float, limit: float, seed: int, shard_size: int, **grouping
+    ):
+        self._corpus, self._lam, self._limit, self._seed = corpus, lam, limit, seed
+        self._shard_size, self._grouping = shard_size, grouping
+        self._sets = Metrics.counter("closed_sets", "sets")
+        # what a worker holds at once, for tests and the benchmark: no part may exceed the size
+        self._oversized = Metrics.counter("closed_sets", "captions_in_parts_over_shard_size")
+
+    def process(self, keyed: tuple[tuple[str, int, str], Iterable[Edges]]):
+        (split, part, directory), batches = keyed
+        searchable = self._corpus.acquire(directory)
+        edges = merged(batches)
+        if len(edges.targets) > self._shard_size:
+            self._oversized.inc(len(edges.targets))
+        with timed("closed_sets", "form"):
+            sets = form_sets(*part_graph(edges), seed=keyed_int(self._seed, f"{split}/{part}"),
+                             **self._grouping)  # fmt: skip
+        self._sets.inc(len(sets))
+        counts = memberships(sets, len(edges.targets))
+        pool = searchable.pools[split]
+        rows = edges.targets
+        yield from set_selections(
+            searchable.corpus, pool, rows[sets], counts, self._lam, self._limit
+        )
+        limit = self._grouping["max_memberships"]
+        full = np.flatnonzero(np.bincount(sets.ravel(), minlength=len(rows)) >= limit)
+        if limit > 1 and len(full):  # with 1, the border pass uses leftovers only
+            yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, directory), AtLimit(rows[full])))
+        left = np.setdiff1d(np.arange(len(rows)), sets.ravel())
+        if len(left):
+            out = Edges(rows[left], edges.candidates[left], edges.sim_pv[left],
+                        edges.allowed[left])  # fmt: skip
+            yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, directory), out))
+
+
+def leftover_graphs(
+    corpus: Corpus, pool: Pool, edges: Edges, rules: ValidityRules, scratch: np.ndarray
+) -> LeftoverGraphs:
+    """Which of each leftover's allowed candidates may share a set with each other, and
+    their cosines: the validity rules both ways round on every pair, as ``pairs_allowed``."""
+    order = np.argsort(~edges.allowed, axis=1, kind="stable")
+    keep = np.take_along_axis(edges.allowed, order, axis=1)
+    candidates = np.where(keep, np.take_along_axis(edges.candidates, order, axis=1), -1)
+    nodes = np.concatenate([edges.targets[:, None], candidates], axis=1)
+    weights = np.full((*nodes.shape, nodes.shape[1]), np.nan, dtype=np.float32)
+    for b, row in enumerate(nodes):
+        row = row[row >= 0]
+        vectors = pool.index.reconstruct_batch(np.searchsorted(pool.rows, row))
+        cosines = (vectors @ vectors.T).astype(np.float64)
+        allowed = mutual_allowed(corpus, row, cosines, rules, scratch)
+        weights[b, : len(row), : len(row)] = np.where(allowed, cosines, np.nan)
+    return LeftoverGraphs(edges.targets, candidates, weights)
+
+
+class _LeftoverGraphs(beam.DoFn):
+    def __init__(self, corpus: SharedCorpus, rules: ValidityRules):
+        self._corpus, self._rules = corpus, rules
+        self._scratch = None
+
+    def process(self, keyed: tuple[tuple[str, str], Edges | AtLimit]):
         (split, directory), edges = keyed
+        if isinstance(edges, AtLimit):
+            yield keyed
+            return
+        searchable = self._corpus.acquire(directory)
+        if self._scratch is None:
+            self._scratch = searchable.corpus.ngrams.scratch()
+        with timed("closed_sets", "leftover_graphs"):
+            graphs = leftover_graphs(
+                searchable.corpus, searchable.pools[split], edges, self._rules, self._scratch
+            )
+        yield (split, directory), graphs
+
+
+def batches_of(keyed: tuple[tuple[str, str], Edges | AtLimit], size: int):
+    """A part's leftovers in batches of at most ``size``, so their graphs spread over workers."""
+    key, edges = keyed
+    if isinstance(edges, AtLimit):
+        yield keyed
+        return
+    for start in range(0, len(edges.targets), size):
+        yield key, Edges(*(column[start : start + size] for column in edges))
+
+
+class _BorderSets(beam.DoFn):
+    """A split's leftovers -> border sets' selections, and a Skip for each caption in none."""
+
+    def __init__(
+        self, corpus: SharedCorpus, lam: float, limit: float, seed: int, max_memberships: int
+    ):
+        self._corpus, self._lam, self._limit, self._seed = corpus, lam, limit, seed
+        self._max = max_memberships
+        self._sets = Metrics.counter("closed_sets", "border_sets")
+        self._leftovers = Metrics.counter("closed_sets", "border_leftovers")
+
+    def process(self, keyed: tuple[tuple[str, str], Iterable[LeftoverGraphs | AtLimit]]):
+        (split, directory), elements = keyed
         searchable = self._corpus.acquire(directory)
         corpus = searchable.corpus
-        rows = np.flatnonzero(corpus.split_of == SPLITS.index(split))
-        with timed("closed_sets", "form"):
-            sets = form_sets(*split_graph(rows, list(edges)), seed=self._seed, **self._grouping)
+        batches = [e for e in elements if isinstance(e, LeftoverGraphs)]
+        full = [e.rows for e in elements if isinstance(e, AtLimit)]
+        if not batches:
+            return
+        targets = np.concatenate([b.targets for b in batches])
+        order = np.argsort(targets)
+        width = max(b.candidates.shape[1] for b in batches)
+        candidates = np.concatenate([pad_columns(b.candidates, width) for b in batches])[order]
+        weights = np.concatenate([pad_square(b.weights, width + 1) for b in batches])[order]
+        self._leftovers.inc(len(targets))
+        with timed("closed_sets", "border"):
+            sets, reasons = border_sets(
+                targets[order], candidates, weights, seed=keyed_int(self._seed, f"{split}/border"),
+                overlap=self._max > 1, full=np.concatenate(full) if full else None,
+            )  # fmt: skip
         self._sets.inc(len(sets))
-        yield from self._selections(searchable.corpus, searchable.pools[split], rows, sets)
-        for row in np.setdiff1d(rows, rows[sets.ravel()]):
-            self._no_set.inc()
-            caption = corpus.caption(int(row))
-            yield beam.pvalue.TaggedOutput(SKIPPED, Skip(NO_SET, caption.caption_id, split))
+        first = np.isin(sets, targets)  # a leftover's first membership; others take the last
+        counts = np.where(first, 1, self._max)
+        pool = searchable.pools[split]
+        yield from set_selections(corpus, pool, sets, counts, self._lam, self._limit)
+        for row, reason in zip(targets[order], reasons, strict=True):
+            if reason != COVERED:
+                why = LEFT_OUT_REASONS[int(reason)]
+                Metrics.counter(*why.split("/")).inc()  # "decoys", "closed_set_<why>"
+                caption = corpus.caption(int(row))
+                yield beam.pvalue.TaggedOutput(SKIPPED, Skip(why, caption.caption_id, split))
 
-    def _selections(self, corpus: Corpus, pool: Pool, rows: np.ndarray, sets: np.ndarray):
-        scratch = corpus.ngrams.scratch()
-        membership = memberships(sets, len(rows))
-        for members, counts in zip(rows[sets], membership, strict=True):
-            vectors = pool.index.reconstruct_batch(np.searchsorted(pool.rows, members))
-            cosines = (vectors @ vectors.T).astype(np.float64)
-            for k, target_row in enumerate(members):
-                others = np.delete(np.arange(len(members)), k)
-                candidates = members[others]
-                sim_pv = cosines[k, others]
-                sim_surf = sim_surf_batch(
-                    corpus.ngrams, members[k : k + 1], candidates[None], scratch
-                )[0]
-                scores = score(sim_pv, sim_surf, self._lam, self._limit)
-                target = corpus.caption(int(target_row))
-                if counts[k] > 1:
-                    target = target._replace(example_id=f"{target.example_id}.{counts[k]}")
-                ordered = best_first(scores, candidates, np.arange(len(candidates)))
-                similarities = (candidates, sim_pv, sim_surf, scores)
-                yield Selection(target, decoys_at(corpus, *similarities, ordered))
+
+def pad_columns(array: np.ndarray, width: int) -> np.ndarray:
+    return np.pad(array, ((0, 0), (0, width - array.shape[1])), constant_values=-1)
+
+
+def pad_square(array: np.ndarray, size: int) -> np.ndarray:
+    extra = size - array.shape[1]
+    return np.pad(array, ((0, 0), (0, extra), (0, extra)), constant_values=np.nan)
 
 
 class ClosedSets(DecoyStrategy):
@@ -191,21 +403,33 @@ class ClosedSets(DecoyStrategy):
     limitations = NEIGHBOURS_MAY_FIT + (
         "Each caption is the target of up to `--set_memberships` instances, and the five "
         "instances of a set show the same five options: split-level accuracies count each set "
-        "five times. Captions in no valid set are skipped (`decoys/in_no_closed_set`)."
+        "five times. Captions in no valid set are skipped and counted by why "
+        "(`decoys/closed_set_no_valid_neighbours`, `decoys/closed_set_no_5_clique`, "
+        "`decoys/closed_set_neighbours_taken`)."
     )
     invariants = ("closed_sets",)
 
     def expand(self, corpus_ref):
         config = self.config
-        return (
-            corpus_ref
-            | "FindNeighbourhoods"
-            >> self.find_neighbourhoods(
-                top_neighbours(config.set_neighbours * config.set_search_depth)
+        indexed = corpus_ref | "BuildIndex" >> BuildIndexes(corpus=self.corpus)
+        trees = indexed | "PlanParts" >> beam.Map(
+            plan_trees, corpus=self.corpus, shard_size=config.set_shard_size, seed=config.seed
+        )
+        formed = (
+            indexed
+            | "SearchNeighbourhoods"
+            >> SearchNeighbourhoods(
+                corpus=self.corpus,
+                find=top_neighbours(config.set_neighbours * config.set_search_depth),
+                shard_size=config.shard_size,
+                batch_size=config.batch_size,
             )
             | "AllowedPairs"
-            >> beam.ParDo(_AllowedPairs(self.corpus, config.rules, config.set_neighbours))
-            | "BySplit" >> beam.GroupByKey()
+            >> beam.ParDo(
+                _AllowedPairs(self.corpus, config.rules, config.set_neighbours),
+                trees=beam.pvalue.AsSingleton(trees),
+            )
+            | "ByPart" >> beam.GroupByKey()
             | "FormSets"
             >> beam.ParDo(
                 _FormSets(
@@ -213,7 +437,27 @@ class ClosedSets(DecoyStrategy):
                     config.score_lambda,
                     config.rules.limit,
                     config.seed,
+                    config.set_shard_size,
                     max_memberships=config.set_memberships,
+                )
+            ).with_outputs(LEFTOVERS, main="selections")
+        )
+        border = (
+            formed[LEFTOVERS]
+            | "Batches" >> beam.FlatMap(batches_of, size=config.batch_size)
+            | "Distribute" >> beam.Reshuffle()
+            | "LeftoverGraphs" >> beam.ParDo(_LeftoverGraphs(self.corpus, config.rules))
+            | "BySplit" >> beam.GroupByKey()
+            | "BorderSets"
+            >> beam.ParDo(
+                _BorderSets(
+                    self.corpus,
+                    config.score_lambda,
+                    config.rules.limit,
+                    config.seed,
+                    config.set_memberships,
                 )
             ).with_outputs(SKIPPED, main="selections")
         )
+        selections = (formed.selections, border.selections) | "Selections" >> beam.Flatten()
+        return {"selections": selections, SKIPPED: border[SKIPPED]}

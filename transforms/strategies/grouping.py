@@ -441,11 +441,11 @@ LEFT_OUT = {
 
 
 @numba.njit(cache=True)
-def _border(nodes, weights, order, uncovered, overlap, coverage_bonus, budget):
+def _border(nodes, weights, order, uncovered, joinable, coverage_bonus, budget):
     """Border pass: a clique for each leftover among its own candidates, in ``order``.
 
-    Each caption joins at most one border set, and one already in a set only with
-    ``overlap``; uncovered members earn ``coverage_bonus``.
+    Each caption joins at most one border set, and one already in a set only if
+    ``joinable``; uncovered members earn ``coverage_bonus``.
     """
     count = len(order)
     used = np.zeros(len(uncovered), np.bool_)
@@ -467,7 +467,7 @@ def _border(nodes, weights, order, uncovered, overlap, coverage_bonus, budget):
         usable = 0
         for i in range(m):
             x = nodes[j, i + 1]
-            if not used[x] and (uncovered[x] or overlap):
+            if not used[x] and (uncovered[x] or joinable[x]):
                 pick[usable] = i + 1
                 usable += 1
         best = -np.inf
@@ -504,6 +504,7 @@ def border_sets(
     *,
     seed: int,
     overlap: bool,
+    full: np.ndarray | None = None,
     coverage_bonus: float = 0.5,
     budget: int = 5_000,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -512,7 +513,8 @@ def border_sets(
     leftovers: int64 (L,) caption rows; candidates: int64 (L, M) each one's allowed
     candidates, best first, -1 padded; weights: float32 (L, M + 1, M + 1), the cosines among
     the leftover (index 0) and its candidates, NaN where a pair may not share a set.
-    overlap: whether a caption already in a set may join one border set.
+    overlap: whether a caption already in a set may join one border set; full: the rows
+    that may not, being in as many sets as allowed already.
 
     Returns (sets int64 (s, 5) of caption rows, reason per leftover: COVERED or why not).
     Most constrained leftovers go first (fewest candidates), ties by a seeded permutation.
@@ -524,6 +526,10 @@ def border_sets(
         compact -= 1
     uncovered = np.zeros(len(ids) - (ids[0] == -1), np.bool_)
     uncovered[compact[:, 0]] = True
+    valid_ids = ids[ids >= 0]
+    joinable = np.full(len(valid_ids), overlap)
+    if full is not None:
+        joinable &= ~np.isin(valid_ids, full)
     tie = np.random.default_rng(seed).permutation(len(leftovers))
     order = np.lexsort((tie, (candidates >= 0).sum(axis=1))).astype(np.int64)
     sets, reasons = _border(
@@ -531,11 +537,10 @@ def border_sets(
         np.asarray(weights, np.float32),
         order,
         uncovered,
-        overlap,
+        joinable,
         coverage_bonus,
         budget,
     )
-    valid_ids = ids[ids >= 0]
     covered = ~uncovered[compact[:, 0]]
     reasons = np.where(covered, COVERED, reasons)
     return valid_ids[sets], reasons
