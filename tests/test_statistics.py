@@ -23,7 +23,7 @@ def test_counts_images_instances_and_skips_per_split():
         "train": _table(["2"], [[0.9] * 4]),
     }
     skips = [Skip("decoys/too_few", "c9", "dev"), Skip("normalize/empty_caption", "c1")]
-    statistics = compute_statistics(instances, skips, {"validity/same_image": 3})
+    statistics = compute_statistics(instances, skips, {}, {"validity/same_image": 3})
     dev = statistics["splits"]["dev"]
     assert (dev["images"], dev["instances"], dev["skipped"]) == (1, 2, {"decoys/too_few": 1})
     assert dev["decoys"]["sim_pv"]["count"] == 8
@@ -51,7 +51,7 @@ def test_edited_decoys_are_counted_and_left_out_of_the_distributions():
         "test": None,
         "train": None,
     }
-    statistics = compute_statistics(instances, [], {})
+    statistics = compute_statistics(instances, [], {}, {})
     dev = statistics["splits"]["dev"]
     assert dev["edited_decoys"] == 1
     assert (dev["decoys"]["sim_pv"]["count"], dev["decoys"]["sim_pv"]["mean"]) == (1, 0.4)
@@ -66,3 +66,19 @@ def test_histogram_includes_both_ends_and_deciles_are_ordered():
     assert counts[0] == 2 and counts[20] == 1 and counts[39] == 2
     assert summary["deciles"] == sorted(summary["deciles"])
     assert describe(np.zeros(0)) == {"count": 0}
+
+
+def test_coverage_is_the_share_of_a_splits_captions_that_are_targets():
+    dev = _table(["1", "1", "2"], [[0.5] * 4] * 3).append_column(
+        "target_caption_id", pa.array(["10", "10", "20"])
+    )
+    instances = {"dev": dev, "test": None, "train": None}
+    skips = [Skip("closed_sets/no_5_clique", "30", "dev")]
+    statistics = compute_statistics(instances, skips, {"dev": 3, "test": 2, "train": 0}, {})
+    splits = statistics["splits"]
+    assert splits["dev"]["coverage"] == {"captions": 3, "targets": 2, "share": 2 / 3}
+    assert splits["dev"]["skipped"] == {"closed_sets/no_5_clique": 1}
+    assert splits["test"]["coverage"] == {"captions": 2, "targets": 0, "share": 0.0}
+    assert "66.7%" in table_one(statistics)
+    without = compute_statistics(instances, skips, {}, {})
+    assert "coverage" not in without["splits"]["dev"]

@@ -63,9 +63,10 @@ class WriteSkips(beam.PTransform):
         )
 
 
-def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip]]:
-    """The instance columns the statistics need, per split, and every Skip."""
-    columns = ["image_id", "decoy_edits", *DECOY_MEASURES.values()]
+def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip], dict[str, int]]:
+    """The instance columns the statistics need, per split, every Skip, and the corpus's
+    captions per split (none when the version has no corpus of its own)."""
+    columns = ["image_id", "target_caption_id", "decoy_edits", *DECOY_MEASURES.values()]
     instances = {}
     for split in SPLITS:
         tables = list(read_parquet_files(shard_pattern(output, PARQUET, split), columns))
@@ -76,7 +77,12 @@ def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip]]:
         for line in read_file(path).decode("utf-8").splitlines()
         if line
     ]
-    return instances, skips
+    corpus = FileSystems.join(output, "corpus", "captions.parquet")
+    captions = {}
+    if FileSystems.exists(corpus):
+        table = next(read_parquet_files(corpus, ["split"]))
+        captions = dict(Counter(table.column("split").to_pylist()))
+    return instances, skips, captions
 
 
 def describe(values: np.ndarray) -> dict:
@@ -98,10 +104,29 @@ def describe(values: np.ndarray) -> dict:
     }
 
 
+def coverage(table: pa.Table | None, captions: int) -> dict:
+    """How many of a split's captions are the target of at least one instance.
+
+    >>> coverage(pa.table({"target_caption_id": ["1", "1", "2"]}), 4)
+    {'captions': 4, 'targets': 2, 'share': 0.5}
+    """
+    targets = 0 if table is None else len(set(table.column("target_caption_id").to_pylist()))
+    return {
+        "captions": captions,
+        "targets": targets,
+        "share": targets / captions if captions else 0,
+    }
+
+
 def compute_statistics(
-    instances: dict[str, pa.Table | None], skips: list[Skip], counters: dict[str, int]
+    instances: dict[str, pa.Table | None],
+    skips: list[Skip],
+    captions: dict[str, int],
+    counters: dict[str, int],
 ) -> dict:
-    """``counters``: the run's Beam counters, for what no file records (validity rejections)."""
+    """``captions``: the corpus's captions per split, for each split's coverage (none: no
+    coverage); ``counters``: the run's Beam counters, for what no file records (validity
+    rejections). The first three are what :func:`read_written` returns."""
     by_reason = Counter(skip.reason for skip in skips)
     by_split = {split: Counter() for split in SPLITS}
     for skip in skips:
@@ -129,6 +154,8 @@ def compute_statistics(
             "edited_decoys": sum(1 for row in edits for edit in row if edit),
             "decoys": {name: describe(v) for name, v in values.items()},
         }
+        if captions:
+            splits[split]["coverage"] = coverage(table, captions.get(split, 0))
         for name, v in values.items():
             decoys[name].append(v)
     return {
@@ -146,12 +173,14 @@ def compute_statistics(
 
 def table_one(statistics: dict) -> str:
     """The paper's Table 1 from a statistics dict, as printed after a run."""
-    rows = [f"{'split':<8}{'#unique images':>16}{'# instances':>14}{'skipped':>10}"]
+    rows = [f"{'split':<8}{'#unique images':>16}{'# instances':>14}{'skipped':>10}{'coverage':>10}"]
     for split in (*SPLITS[1:], SPLITS[0]):
         values = statistics["splits"][split]
+        share = values.get("coverage", {}).get("share")
         rows.append(
             f"{split:<8}{values['images']:>16,}{values['instances']:>14,}"
             f"{sum(values['skipped'].values()):>10,}"
+            + (f"{share:>10.1%}" if share is not None else "")
         )
     total = statistics["total"]
     rows.append(f"{'total':<8}{total['images']:>16,}{total['instances']:>14,}")

@@ -118,16 +118,20 @@ with `datasets.load_dataset` reads the latest version's Parquet shards and nothi
 
 
 def _table_one(statistics: dict) -> str:
+    """Table 1, with each split's coverage: the share of its captions that are targets."""
     rows = [
-        "| split | images | instances | skipped captions |",
-        "| --- | ---: | ---: | ---: |",
+        "| split | images | instances | skipped captions | coverage |",
+        "| --- | ---: | ---: | ---: | ---: |",
     ]
     for split in SPLITS:
         values = statistics["splits"][split]
         skipped = sum(values["skipped"].values())
-        rows.append(f"| {split} | {values['images']:,} | {values['instances']:,} | {skipped:,} |")
+        share = values.get("coverage", {}).get("share")
+        covered = f"{share:.1%}" if share is not None else ""
+        counts = f"{values['images']:,} | {values['instances']:,} | {skipped:,}"
+        rows.append(f"| {split} | {counts} | {covered} |")
     total = statistics["total"]
-    rows.append(f"| total | {total['images']:,} | {total['instances']:,} | |")
+    rows.append(f"| total | {total['images']:,} | {total['instances']:,} | | |")
     return "\n".join(rows)
 
 
