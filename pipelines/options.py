@@ -318,7 +318,7 @@ class GenerateOptions:
             adversarial_rounds=self.adversarial_rounds,
             adversarial_reserve=self.adversarial_reserve,
         )
-        return STRATEGIES[self.decoys].resolve_pool(config)
+        return STRATEGIES[self.decoys].resolve(config)
 
     def audit_config(self, dataset: str) -> AuditConfig:
         """The audit of ``dataset`` with the trainer's default settings and this run's seed."""

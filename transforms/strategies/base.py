@@ -85,8 +85,19 @@ class DecoyStrategy(beam.PTransform):
         return {}
 
     @classmethod
-    def resolve_pool(cls, config: StrategyConfig) -> StrategyConfig:
-        return dataclasses.replace(config, decoy_pool=config.decoy_pool or cls.pools[0])
+    def searched(cls, config: StrategyConfig) -> int:
+        """How many neighbours its queries ask for: what an IVF index sizes its scan by."""
+        return config.neighbours
+
+    @classmethod
+    def resolve(cls, config: StrategyConfig) -> StrategyConfig:
+        """``config`` with its pool (the strategy's own when none is given) and its index
+        sized for the strategy's queries."""
+        return dataclasses.replace(
+            config,
+            decoy_pool=config.decoy_pool or cls.pools[0],
+            index=dataclasses.replace(config.index, neighbours=cls.searched(config)),
+        )
 
     def find_neighbourhoods(self, find: Finder) -> FindNeighbourhoods:
         """The candidate search every strategy starts with; ``find`` says which candidates."""

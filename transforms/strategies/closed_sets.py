@@ -55,7 +55,7 @@ from transforms.corpus.store import Corpus, CorpusRef
 from transforms.corpus.surface import sim_surf_batch
 from transforms.progress import timed
 from transforms.seeds import keyed_int
-from transforms.strategies.base import NEIGHBOURS_MAY_FIT, DecoyStrategy
+from transforms.strategies.base import NEIGHBOURS_MAY_FIT, DecoyStrategy, StrategyConfig
 from transforms.strategies.choose import decoys_at
 from transforms.strategies.grouping import COVERED, LEFT_OUT, border_sets, form_sets
 from transforms.strategies.parts import PartTree, depth_for, part_of, plan_parts, sample_rows
@@ -409,6 +409,10 @@ class ClosedSets(DecoyStrategy):
     )
     invariants = ("closed_sets",)
 
+    @classmethod
+    def searched(cls, config: StrategyConfig) -> int:
+        return config.set_neighbours * config.set_search_depth
+
     def expand(self, corpus_ref):
         config = self.config
         indexed = corpus_ref | "BuildIndex" >> BuildIndexes(corpus=self.corpus)
@@ -420,7 +424,7 @@ class ClosedSets(DecoyStrategy):
             | "SearchNeighbourhoods"
             >> SearchNeighbourhoods(
                 corpus=self.corpus,
-                find=top_neighbours(config.set_neighbours * config.set_search_depth),
+                find=top_neighbours(self.searched(config)),
                 shard_size=config.shard_size,
                 batch_size=config.batch_size,
             )
