@@ -15,9 +15,12 @@ from gensim.models.doc2vec_inner import train_document_dbow
 
 from transforms.errors import InputError
 from transforms.files import read_file
+from transforms.seeds import keyed_int
 
 # The attribute a model carries with the digest of the captions it was trained on.
 CORPUS_DIGEST = "dmc_corpus_sha256"
+# The attribute a model trained on a sample of a corpus carries: which sample (see TrainSample).
+TRAIN_SAMPLE = "dmc_train_sample"
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,31 @@ class PVConfig:
     negative: int
     seed: int
     workers: int
+    train_sample: int = 0  # corpora with more captions train on a seeded sample of this many
+
+
+def train_sample_rows(caption_ids: Sequence[str], size: int, seed: int) -> np.ndarray | None:
+    """The rows PV trains on when a corpus has more than ``size`` captions (``size`` > 0):
+    the ``size`` captions with the smallest keys of (seed, caption id), ascending; None when
+    every caption is trained on.
+
+    A caption's key does not depend on the others, so the sample does not depend on the
+    order captions arrive in, and a caption added to the corpus moves into the sample only
+    if its key sorts in front of the largest sampled one.
+
+    >>> train_sample_rows([str(i) for i in range(10)], 4, seed=0).tolist()
+    [2, 4, 5, 7]
+    >>> train_sample_rows(["1", "2"], 2, seed=0) is None
+    True
+    """
+    if size <= 0 or len(caption_ids) <= size:
+        return None
+    keys = np.fromiter(
+        (keyed_int(seed, f"pv train sample {caption_id}") for caption_id in caption_ids),
+        dtype=np.uint64,
+        count=len(caption_ids),
+    )
+    return np.sort(np.argsort(keys, kind="stable")[:size]).astype(np.int64)
 
 
 def train_paragraph_vectors(documents: Sequence[Sequence[str]], config: PVConfig) -> Doc2Vec:
