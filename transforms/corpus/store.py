@@ -9,6 +9,12 @@ worker (``ToList``), trains the model there and writes the corpus to files:
     <output>/corpus/ngrams.npz         n-gram table for simSURF
     <output>/corpus/own_closeness.npy  per caption: mean simPV to its image's other captions
     <output>/pv/doc2vec.model          the trained gensim model
+    <output>/corpus/pv_trained_rows.npy  a sampled run's: the rows PV trained on
+
+Above ``--pv_train_sample`` captions, PV trains on a seeded sample of that many
+and the other captions' vectors are inferred in parallel over shards
+(:mod:`transforms.corpus.inference`); a last step writes the embeddings in row
+order and own_closeness from them. At or below it, PV trains on every caption.
 
 Only the directory's path travels through the graph. Each worker process loads
 the files once (:func:`load_corpus` behind ``apache_beam.utils.shared.Shared``),
@@ -32,22 +38,27 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
+from apache_beam.utils.shared import Shared
+from gensim.models.doc2vec import Doc2Vec
 
 from schemas.records import Caption, caption_order
+from transforms.corpus import inference
 from transforms.corpus.paragraph_vectors import (
     CORPUS_DIGEST,
+    TRAIN_SAMPLE,
     PVConfig,
     check_model_corpus,
     corpus_digest,
     load_model,
     save_model,
     train_paragraph_vectors,
+    train_sample_rows,
     unit_vectors,
 )
 from transforms.corpus.split import SPLITS
 from transforms.corpus.surface import NgramTable, encode_ngrams
 from transforms.errors import InputError
-from transforms.files import read_file, write_file
+from transforms.files import delete_folder, read_file, write_file
 from transforms.progress import timed
 
 CAPTION_COLUMNS = Caption._fields
@@ -185,26 +196,43 @@ def read_npy(path: str) -> np.ndarray:
     return np.load(io.BytesIO(read_file(path)))
 
 
-def write_corpus(corpus: Corpus, model, output: str) -> CorpusRef:
-    directory = FileSystems.join(output, "corpus")
-    table = pa.table({name: corpus.captions[name] for name in CAPTION_COLUMNS})
+def model_path(output: str) -> str:
+    return FileSystems.join(output, "pv", "doc2vec.model")
+
+
+def write_tables(columns: dict[str, list[str]], ngrams: NgramTable, directory: str) -> None:
+    """The caption table and the n-gram table: what does not depend on PV."""
+    table = pa.table({name: columns[name] for name in CAPTION_COLUMNS})
     with FileSystems.create(FileSystems.join(directory, "captions.parquet")) as handle:
         pq.write_table(table, handle)
-    write_file(FileSystems.join(directory, "embeddings.npy"), npy_bytes(corpus.embeddings))
-    ngrams = io.BytesIO()
+    buffer = io.BytesIO()
     np.savez(
-        ngrams,
-        ids=corpus.ngrams.ids,
-        ranks=corpus.ngrams.ranks,
-        offsets=corpus.ngrams.offsets,
-        lengths=corpus.ngrams.lengths,
-        vocab_size=np.int64(corpus.ngrams.vocab_size),
+        buffer,
+        ids=ngrams.ids,
+        ranks=ngrams.ranks,
+        offsets=ngrams.offsets,
+        lengths=ngrams.lengths,
+        vocab_size=np.int64(ngrams.vocab_size),
     )
-    write_file(FileSystems.join(directory, "ngrams.npz"), ngrams.getvalue())
-    write_file(FileSystems.join(directory, "own_closeness.npy"), npy_bytes(corpus.own_closeness))
-    save_model(model, FileSystems.join(output, "pv", "doc2vec.model"))
-    split_sizes = np.bincount(corpus.split_of, minlength=len(SPLITS))
-    return CorpusRef(directory, len(corpus), dict(zip(SPLITS, split_sizes.tolist(), strict=True)))
+    write_file(FileSystems.join(directory, "ngrams.npz"), buffer.getvalue())
+
+
+def write_vectors(directory: str, embeddings: np.ndarray, closeness: np.ndarray) -> None:
+    write_file(FileSystems.join(directory, "embeddings.npy"), npy_bytes(embeddings))
+    write_file(FileSystems.join(directory, "own_closeness.npy"), npy_bytes(closeness))
+
+
+def corpus_ref(directory: str, split_of: np.ndarray) -> CorpusRef:
+    split_sizes = np.bincount(split_of, minlength=len(SPLITS))
+    return CorpusRef(directory, len(split_of), dict(zip(SPLITS, split_sizes.tolist(), strict=True)))
+
+
+def write_corpus(corpus: Corpus, model, output: str) -> CorpusRef:
+    directory = FileSystems.join(output, "corpus")
+    write_tables(corpus.captions, corpus.ngrams, directory)
+    write_vectors(directory, corpus.embeddings, corpus.own_closeness)
+    save_model(model, model_path(output))
+    return corpus_ref(directory, corpus.split_of)
 
 
 def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
@@ -233,10 +261,22 @@ def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
     return corpus
 
 
+class TrainedCorpus(NamedTuple):
+    """The train step's result: the corpus, complete unless ``inferred`` rows still need
+    their vectors (a sampled run: :mod:`transforms.corpus.inference`)."""
+
+    ref: CorpusRef
+    model: str  # the saved model's path
+    inferred: int  # rows whose vectors are to be inferred; 0: embeddings.npy is written
+
+
 class TrainParagraphVectors(beam.PTransform):
     """Caption (with split) -> one CorpusRef: where the corpus was written.
 
-    The global step: runs on one worker (see module docstring).
+    The train step runs on one worker (see module docstring). In a sampled run
+    (``pv.train_sample``), the captions PV did not train on get their vectors
+    inferred in parallel over shards (:class:`transforms.corpus.inference.InferVectors`),
+    then one step assembles the embeddings in row order.
     """
 
     def __init__(
@@ -247,12 +287,12 @@ class TrainParagraphVectors(beam.PTransform):
         self._neighbours, self._pool, self._output = neighbours, decoy_pool, output
 
     def expand(self, captions):
-        return (
+        trained = (
             captions
             | "Gather" >> beam.combiners.ToList()
             | "TrainAndWrite"
             >> beam.Map(
-                train_and_write,
+                train_and_store,
                 pv=self._pv,
                 pretrained=self._pretrained,
                 neighbours=self._neighbours,
@@ -260,6 +300,15 @@ class TrainParagraphVectors(beam.PTransform):
                 output=self._output,
             )
         )
+        inferred = (
+            trained
+            | "InferShards"
+            >> beam.FlatMap(lambda t: inference.shards(t.ref.directory, t.model, t.inferred))
+            | "Distribute" >> beam.Reshuffle()
+            | "Infer"
+            >> beam.ParDo(inference.InferVectors(inference.SharedModel(Shared()), self._pv.seed))
+        )
+        return trained | "Assemble" >> beam.Map(assemble, beam.pvalue.AsList(inferred))
 
 
 def train_and_write(
@@ -271,20 +320,174 @@ def train_and_write(
     decoy_pool: str,
     output: str,
 ) -> CorpusRef:
-    """``pretrained``: a model trained on exactly these captions (a search's winner)."""
+    """:class:`TrainParagraphVectors` in this process: the same files, inference in one shard."""
+    trained = train_and_store(
+        captions,
+        pv=pv,
+        pretrained=pretrained,
+        neighbours=neighbours,
+        decoy_pool=decoy_pool,
+        output=output,
+    )
+    infer = inference.InferVectors(inference.SharedModel(Shared()), pv.seed)
+    shards = [
+        done
+        for shard in inference.shards(trained.ref.directory, trained.model, trained.inferred)
+        for done in infer.process(shard)
+    ]
+    return assemble(trained, shards)
+
+
+def pv_model(
+    documents: list[list[str]],
+    caption_ids: list[str],
+    *,
+    pv: PVConfig,
+    pretrained: str,
+) -> tuple[Doc2Vec, np.ndarray | None]:
+    """(the model, the rows its document vectors stand for: None for every row).
+
+    ``pretrained``: a model of exactly these captions (a search's winner, an earlier
+    run's), or one an earlier sampled run trained on this run's sample.
+    """
+    digest = corpus_digest(caption_ids, documents)
+    sample = train_sample_rows(caption_ids, pv.train_sample, pv.seed)
+    sample_digest = None
+    if sample is not None:
+        sample_digest = corpus_digest(
+            [caption_ids[row] for row in sample], [documents[row] for row in sample]
+        )
+    if pretrained:
+        model = load_model(pretrained)
+        trained = reused_rows(model, pretrained, digest, sample, sample_digest)
+        return model, trained
+    if sample is None:
+        model = train_paragraph_vectors(documents, pv)
+        setattr(model, CORPUS_DIGEST, digest)
+        return model, None
+    logging.info(
+        "PV trains on a sample of %d of %d captions (--pv_train_sample); the others' vectors "
+        "are inferred",
+        len(sample),
+        len(documents),
+    )
+    model = train_paragraph_vectors([documents[row] for row in sample], pv)
+    setattr(model, CORPUS_DIGEST, sample_digest)
+    setattr(
+        model,
+        TRAIN_SAMPLE,
+        {"captions": len(sample), "of": len(documents), "seed": pv.seed, "corpus_sha256": digest},
+    )
+    return model, sample
+
+
+def reused_rows(
+    model: Doc2Vec,
+    path: str,
+    digest: str,
+    sample: np.ndarray | None,
+    sample_digest: str | None,
+) -> np.ndarray | None:
+    """The rows a reused model's document vectors stand for (None: every row); a model of
+    other captions is refused.
+
+    A model trained on every caption is used as it is, sampled run or not: its vectors
+    are all trained. A sampled model stands for its sample only, so it serves only a run
+    whose own sample is that sample (same captions there, same --seed and
+    --pv_train_sample); the other rows' vectors are then inferred as in the run that
+    trained it, to the same bytes.
+    """
+    stamped = getattr(model, CORPUS_DIGEST, None)
+    if stamped is not None and stamped == digest:
+        if sample is not None:
+            logging.info("--pv_model was trained on every caption: no vector is inferred")
+        return None
+    if sample is not None and stamped == sample_digest:
+        return sample
+    sampled = getattr(model, TRAIN_SAMPLE, None)
+    if stamped is not None and sampled is not None:
+        this_run = (
+            f"this run's sample of {len(sample):,} is other captions (another --seed or "
+            "--pv_train_sample, or changed captions)"
+            if sample is not None
+            else "this run trains on every caption (--pv_train_sample 0, or at least the "
+            "corpus's size), so it needs a model trained on every caption"
+        )
+        raise InputError(
+            f"{path}: the model was trained on a sample of {sampled['captions']:,} of "
+            f"{sampled['of']:,} captions (--pv_train_sample {sampled['captions']} --seed "
+            f"{sampled['seed']}); its document vectors stand for that sample only, and "
+            f"{this_run}: reuse it with the --seed and --pv_train_sample of the run that "
+            "trained it on the same captions, or drop --pv_model"
+        )
+    check_model_corpus(model, digest, path)  # refuses, saying why
+    raise AssertionError("check_model_corpus accepted a model of other captions")
+
+
+def train_and_store(
+    captions: list[Caption],
+    *,
+    pv: PVConfig,
+    pretrained: str,
+    neighbours: int,
+    decoy_pool: str,
+    output: str,
+) -> TrainedCorpus:
+    """Trains PV (or reuses ``pretrained``) and writes the corpus; in a sampled run, all
+    but the vectors, which :func:`assemble` writes once the others' are inferred."""
     ordered = sorted_captions(captions)
     check_pool_size(ordered, neighbours, decoy_pool)
     Metrics.counter("corpus", "captions").inc(len(ordered))
     documents = [caption.text.split() for caption in ordered]
-    digest = corpus_digest([caption.caption_id for caption in ordered], documents)
+    caption_ids = [caption.caption_id for caption in ordered]
     with timed("pv", "train"):
-        if pretrained:
-            model = load_model(pretrained)
-            check_model_corpus(model, digest, pretrained)
-        else:
-            model = train_paragraph_vectors(documents, pv)
-            setattr(model, CORPUS_DIGEST, digest)
+        model, trained = pv_model(documents, caption_ids, pv=pv, pretrained=pretrained)
     with timed("corpus", "encode_and_write"):
         columns = {name: [getattr(c, name) for c in ordered] for name in CAPTION_COLUMNS}
-        corpus = make_corpus(columns, unit_vectors(model), encode_ngrams(documents))
-        return write_corpus(corpus, model, output)
+        if trained is None:
+            corpus = make_corpus(columns, unit_vectors(model), encode_ngrams(documents))
+            return TrainedCorpus(write_corpus(corpus, model, output), model_path(output), 0)
+        directory = FileSystems.join(output, "corpus")
+        write_tables(columns, encode_ngrams(documents), directory)
+        write_file(FileSystems.join(directory, inference.TRAINED_ROWS), npy_bytes(trained))
+        save_model(model, model_path(output))
+        split_of = np.asarray([SPLITS.index(s) for s in columns["split"]], dtype=np.int8)
+        Metrics.counter("pv", "trained").inc(len(trained))
+        inferred = len(ordered) - len(trained)
+        return TrainedCorpus(corpus_ref(directory, split_of), model_path(output), inferred)
+
+
+def assemble(trained: TrainedCorpus, shards: list[inference.InferredShard]) -> CorpusRef:
+    """The sampled run's embeddings in row order: the sample's trained vectors and the
+    inferred shards; then own_closeness from them. The shard files are removed."""
+    if not trained.inferred:
+        return trained.ref
+    directory = trained.ref.directory
+    with timed("corpus", "assemble"):
+        rows = read_npy(FileSystems.join(directory, inference.TRAINED_ROWS))
+        model = load_model(trained.model)
+        vectors = np.empty((trained.ref.size, model.dv.vector_size), dtype=np.float32)
+        vectors[rows] = unit_vectors(model)
+        rest = inference.rows_to_infer(rows, trained.ref.size)
+        done = {shard.start: shard for shard in shards}  # a retried shard once
+        if sum(shard.end - shard.start for shard in done.values()) != len(rest):
+            raise RuntimeError(
+                f"{directory}: {len(rest)} vectors to infer, the shards hold "
+                f"{sum(shard.end - shard.start for shard in done.values())}"
+            )
+        for start, shard in sorted(done.items()):
+            vectors[rest[start : shard.end]] = read_npy(shard.path)
+        table = pq.read_table(
+            io.BytesIO(read_file(FileSystems.join(directory, "captions.parquet"))),
+            columns=["image_id"],
+        )
+        _, image_of = np.unique(table.column("image_id").to_numpy(), return_inverse=True)
+        write_vectors(directory, vectors, own_closeness(vectors, image_of))
+        delete_folder(FileSystems.join(directory, inference.INFERRED_DIRECTORY))
+    logging.info(
+        "assembled the PV vectors of %d captions: %d trained, %d inferred",
+        trained.ref.size,
+        len(rows),
+        len(rest),
+    )
+    return trained.ref
