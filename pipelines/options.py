@@ -219,6 +219,12 @@ class GenerateOptions:
         "PV-DBOW training threads; 1 is reproducible for a seed, more is faster but not",
         group=Group.PV,
     )
+    pv_train_sample: int = _option(
+        1_000_000,
+        "corpora with more captions than this train PV on a seeded sample of this many (by "
+        "--seed and caption id) and infer the others' vectors in parallel; 0 = train on all",
+        group=Group.PV,
+    )
     pv_model: str = _option(
         "",
         "use this trained Doc2Vec model instead of training one: a `pv/doc2vec.model` written "
@@ -297,6 +303,7 @@ class GenerateOptions:
             negative=self.pv_negative,
             seed=self.seed,
             workers=self.pv_workers,
+            train_sample=self.pv_train_sample,
         )
 
     def strategy_config(self) -> StrategyConfig:
@@ -396,6 +403,7 @@ class GenerateOptions:
             "audit_sample",
             "adversarial_rounds",
             "adversarial_reserve",
+            "pv_train_sample",
         ):
             if getattr(self, name) < 0:
                 problems.append(f"--{name} must be >= 0")

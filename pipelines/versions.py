@@ -68,6 +68,10 @@ NO_CONTENT_OPTIONS = (
     "shard_size",
     "batch_size",
 )
+# Options added after versions were named: each enters the name's digest only when set away
+# from its default, so a version named before it existed keeps its name. (A version's
+# content follows the code too, which the package version names only at a release.)
+NAMED_WHEN_SET = ("pv_train_sample",)
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
@@ -210,8 +214,14 @@ def content_options(options: dict) -> dict:
 
 def version_name(options, checksums: list[dict]) -> str:
     """``[<label>-]<12 hex digits>`` from the content options, input checksums and package."""
+    defaults = {option.name: option.default for option in dataclasses.fields(options)}
+    named = {
+        name: value
+        for name, value in content_options(dataclasses.asdict(options)).items()
+        if not (name in NAMED_WHEN_SET and value == defaults[name])
+    }
     content = {
-        "options": content_options(dataclasses.asdict(options)),
+        "options": named,
         "inputs": sorted(checksum["sha256"] for checksum in checksums),
         "package": importlib.metadata.version("dmc-datasets"),
     }
