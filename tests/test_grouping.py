@@ -103,22 +103,33 @@ def test_border_sets_are_allowed_cliques_and_take_each_caption_once(overlap):
     masked = np.where(allowed[leftovers], cosine[leftovers], -np.inf)
     candidates = np.argsort(-masked, axis=1, kind="stable")[:, :12]
     weights = leftover_weights(leftovers, candidates, cosine, allowed)
-    sets, reasons = border_sets(leftovers, candidates, weights, seed=0, overlap=overlap)
+    capacity = (
+        (lambda ids: np.ones_like(ids))
+        if overlap
+        else (lambda ids: np.isin(ids, leftovers).astype(np.int64))
+    )
+    sets, reasons = border_sets(leftovers, candidates, weights, capacity, seed=0)
     assert len(sets) and sets.shape[1] == 5
     for row in sets.tolist():
         assert all(allowed[a, b] for a, b in itertools.combinations(row, 2))
     counts = np.bincount(sets.ravel(), minlength=200)
-    assert counts.max() == 1  # every caption joins at most one border set
+    assert counts.max() == 1  # every caption joins at most its capacity's sets
     if not overlap:  # only captions no set holds yet: the leftovers
         assert np.isin(sets, leftovers).all()
     covered = np.isin(leftovers, sets)
     assert ((reasons == COVERED) == covered).all()
-    again = border_sets(leftovers, candidates, weights, seed=0, overlap=overlap)
+    again = border_sets(leftovers, candidates, weights, capacity, seed=0)
     np.testing.assert_array_equal(sets, again[0])
-    if overlap:  # captions already in as many sets as allowed never join one
+    if overlap:  # captions with no capacity left never join one; leftovers may join two
         full = np.unique(sets[~np.isin(sets, leftovers)])[::2]
-        limited, _ = border_sets(leftovers, candidates, weights, seed=0, overlap=True, full=full)
+
+        def limited_capacity(ids):
+            return np.where(np.isin(ids, full), 0, np.where(np.isin(ids, leftovers), 2, 1))
+
+        limited, _ = border_sets(leftovers, candidates, weights, limited_capacity, seed=0)
         assert len(full) and not np.isin(limited, full).any()
+        counts = np.bincount(limited.ravel(), minlength=200)
+        assert counts[leftovers].max() <= 2 and np.delete(counts, leftovers).max() <= 1
 
 
 def test_border_reasons_say_why_a_leftover_is_in_no_set():
@@ -137,10 +148,11 @@ def test_border_reasons_say_why_a_leftover_is_in_no_set():
         ]
     )
     weights = leftover_weights(leftovers, candidates, cosine, allowed)
-    sets, reasons = border_sets(leftovers, candidates, weights, seed=0, overlap=True)
+    once = np.ones_like
+    sets, reasons = border_sets(leftovers, candidates, weights, once, seed=0)
     assert sets.tolist() == [[0, 7, 8, 9, 10]]
     assert reasons.tolist() == [COVERED, NO_CLIQUE, NO_VALID_NEIGHBOURS]
     candidates[1] = [7, 8, 9, 10]  # a clique, but whichever goes first takes its captions
     weights = leftover_weights(leftovers, candidates, cosine, allowed)
-    sets, reasons = border_sets(leftovers, candidates, weights, seed=0, overlap=True)
+    sets, reasons = border_sets(leftovers, candidates, weights, once, seed=0)
     assert len(sets) == 1 and sorted(reasons[:2].tolist()) == [COVERED, NEIGHBOURS_TAKEN]

@@ -18,19 +18,26 @@ Stages, none of which holds a whole split's neighbour graph:
    *part* of the split it lies in (``parts.py``: regions of PV space of at most
    ``--set_shard_size`` captions; parallel).
 3. ``FormSets``: the grouping itself (``grouping.form_sets``: clique packing for
-   closeness, repair and overlay sets for coverage) over each part's own edges, one part
-   per worker at a time, keyed by (split, part).
-4. ``BorderSets``: the captions the parts left out (their nearest captions lay across a
-   border) each get a set among their own candidates, wherever those lie: the pairs among
-   them are checked in parallel (``LeftoverGraphs``), then one pass per split over the
-   leftovers alone chooses (``grouping.border_sets``).
+   closeness, repair and overlay sets for coverage) over each part's own kNN edges, one
+   part per worker at a time, keyed by (split, part); then a *border set* for each caption
+   it left out, among that caption's own candidates in the part, every pair among them
+   checked against the rules directly (``grouping.border_sets``).
+4. ``BorderSets``: what is still left out and has candidates across the part's border, or
+   fewer than K candidates (searched ``LEFTOVER_DEPTH`` times deeper first), gets a border
+   set among its candidates wherever they lie: the pairs among them are checked in
+   parallel (``LeftoverGraphs``), then one pass per split over these leftovers alone
+   chooses the sets.
+
+Checking the pairs among a caption's candidates directly, rather than only the kNN edges,
+finds the sets the kNN graph misses where most near captions are paraphrases the rules
+turn away (synthetic corpora, large splits).
 
 A caption in no set is skipped and counted under why (``decoys/closed_set_<why>``):
 ``no_valid_neighbours`` (fewer than four candidates pass the validity rules with it),
 ``no_5_clique`` (no four of them are mutually valid), ``neighbours_taken`` (every such set
-needs a caption already in as many sets as allowed). With ``--set_memberships`` m > 1 a
-caption may sit in up to m sets (within its part, or fewer there and one border set); its
-further instances' example ids end in ``.2``, ``.3``, ... (a border membership takes ``.m``).
+needs a caption already in as many sets as allowed). With ``--set_memberships`` m a caption
+sits in at most m sets, and its further instances' example ids end in ``.2``, ``.3``, ...;
+a caption a part holds joins at most one set across borders, under ``.m``.
 """
 
 from collections.abc import Iterable
@@ -48,6 +55,7 @@ from transforms.corpus.neighbours import (
     SearchableCorpus,
     SearchNeighbourhoods,
     SharedCorpus,
+    search,
     top_neighbours,
 )
 from transforms.corpus.split import SPLITS
@@ -68,6 +76,8 @@ from transforms.strategies.validity import (
 )
 
 LEFTOVERS = "leftovers"  # FormSets' output of the captions its part left out
+# Leftovers short of K allowed candidates are searched this many times deeper again.
+LEFTOVER_DEPTH = 4
 # Skip reasons of a caption in no set, one per grouping.LEFT_OUT reason.
 LEFT_OUT_REASONS = {code: f"decoys/closed_set_{why}" for code, why in LEFT_OUT.items()}
 
@@ -248,44 +258,87 @@ def set_selections(
 
 
 class _FormSets(beam.DoFn):
-    """One part's edges -> its sets' selections; to ``LEFTOVERS``, the captions it left out,
-    with all their candidates (across the part's border), and those it filled (``AtLimit``).
+    """One part's edges -> its sets' selections.
+
+    Within the part: the grouping over its kNN edges, then border sets for the captions it
+    left out among their candidates in the part. What is still left out goes on to
+    ``LEFTOVERS`` with all its candidates when some lie across the part's border (else it
+    is skipped here) or it has fewer than K (the border pass searches deeper for it), and so
+    do the captions the part filled (``AtLimit``).
     """
 
     def __init__(
-        self, corpus: SharedCorpus, lam: float, limit: float, seed: int, shard_size: int, **grouping
+        self,
+        corpus: SharedCorpus,
+        rules: ValidityRules,
+        lam: float,
+        seed: int,
+        shard_size: int,
+        max_memberships: int,
     ):
-        self._corpus, self._lam, self._limit, self._seed = corpus, lam, limit, seed
-        self._shard_size, self._grouping = shard_size, grouping
+        self._corpus, self._rules, self._lam, self._seed = corpus, rules, lam, seed
+        self._shard_size, self._max = shard_size, max_memberships
         self._sets = Metrics.counter("closed_sets", "sets")
         # what a worker holds at once, for tests and the benchmark: no part may exceed the size
         self._oversized = Metrics.counter("closed_sets", "captions_in_parts_over_shard_size")
+        self._scratch = None
 
     def process(self, keyed: tuple[tuple[str, int, str], Iterable[Edges]]):
         (split, part, directory), batches = keyed
         searchable = self._corpus.acquire(directory)
+        corpus, pool = searchable.corpus, searchable.pools[split]
+        if self._scratch is None:
+            self._scratch = corpus.ngrams.scratch()
         edges = merged(batches)
-        if len(edges.targets) > self._shard_size:
-            self._oversized.inc(len(edges.targets))
-        with timed("closed_sets", "form"):
-            sets = form_sets(*part_graph(edges), seed=keyed_int(self._seed, f"{split}/{part}"),
-                             **self._grouping)  # fmt: skip
-        self._sets.inc(len(sets))
-        counts = memberships(sets, len(edges.targets))
-        pool = searchable.pools[split]
         rows = edges.targets
-        yield from set_selections(
-            searchable.corpus, pool, rows[sets], counts, self._lam, self._limit
-        )
-        limit = self._grouping["max_memberships"]
-        full = np.flatnonzero(np.bincount(sets.ravel(), minlength=len(rows)) >= limit)
-        if limit > 1 and len(full):  # with 1, the border pass uses leftovers only
-            yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, directory), AtLimit(rows[full])))
+        if len(rows) > self._shard_size:
+            self._oversized.inc(len(rows))
+        seed = keyed_int(self._seed, f"{split}/{part}")
+        local, similarity, inside = part_graph(edges)
+        with timed("closed_sets", "form"):
+            sets = form_sets(local, similarity, inside, seed=seed, max_memberships=self._max)
         left = np.setdiff1d(np.arange(len(rows)), sets.ravel())
-        if len(left):
-            out = Edges(rows[left], edges.candidates[left], edges.sim_pv[left],
-                        edges.allowed[left])  # fmt: skip
+        reasons = np.zeros(0, np.int64)
+        if len(left):  # the part's own border sets: its counts are exact here
+            within = Edges(rows[left], np.where(inside[left], edges.candidates[left], -1),
+                           edges.sim_pv[left], inside[left])  # fmt: skip
+            with timed("closed_sets", "leftover_graphs"):
+                graphs = leftover_graphs(corpus, pool, within, self._rules, self._scratch)
+            count = np.bincount(sets.ravel(), minlength=len(rows))
+            with timed("closed_sets", "form"):
+                extra, reasons = border_sets(
+                    graphs.targets, graphs.candidates, graphs.weights,
+                    lambda ids: self._max - count[np.searchsorted(rows, ids)], seed=seed,
+                )  # fmt: skip
+            sets = np.concatenate([sets, np.searchsorted(rows, extra)])
+        self._sets.inc(len(sets))
+        yield from set_selections(
+            corpus, pool, rows[sets], memberships(sets, len(rows)), self._lam, self._rules.limit
+        )
+        full = np.flatnonzero(np.bincount(sets.ravel(), minlength=len(rows)) >= self._max)
+        if self._max > 1 and len(full):  # with 1, the border pass uses leftovers only
+            yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, directory), AtLimit(rows[full])))
+        uncovered = reasons != COVERED
+        k = edges.candidates.shape[1]  # short of K: a deeper search may find more
+        across = (edges.allowed[left] & ~inside[left]).any(axis=1) | (
+            edges.allowed[left].sum(axis=1) < k
+        )
+        for row, reason in zip(rows[left[uncovered & ~across]], reasons[uncovered & ~across],
+                               strict=True):  # fmt: skip
+            yield skip(corpus, row, reason, split)
+        onward = left[uncovered & across]
+        if len(onward):
+            out = Edges(rows[onward], edges.candidates[onward], edges.sim_pv[onward],
+                        edges.allowed[onward])  # fmt: skip
             yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, directory), out))
+
+
+def skip(corpus: Corpus, row: int, reason: int, split: str) -> beam.pvalue.TaggedOutput:
+    """A caption in no set, counted and reported under why (``LEFT_OUT_REASONS``)."""
+    why = LEFT_OUT_REASONS[int(reason)]
+    Metrics.counter(*why.split("/")).inc()  # "decoys", "closed_set_<why>"
+    caption = corpus.caption(int(row))
+    return beam.pvalue.TaggedOutput(SKIPPED, Skip(why, caption.caption_id, split))
 
 
 def leftover_graphs(
@@ -307,9 +360,34 @@ def leftover_graphs(
     return LeftoverGraphs(edges.targets, candidates, weights)
 
 
+def searched_deeper(
+    corpus: Corpus,
+    pool: Pool,
+    edges: Edges,
+    rules: ValidityRules,
+    scratch: np.ndarray,
+    neighbours: int,
+) -> Edges:
+    """``edges`` with the rows that have fewer than K allowed candidates searched again,
+    ``neighbours`` deep: the captions whose nearest are all paraphrases the rules turn away.
+    """
+    k = edges.candidates.shape[1]
+    short = np.flatnonzero(edges.allowed.sum(axis=1) < k)
+    if not len(short):
+        return edges
+    candidates, sim_pv = search(corpus, pool, edges.targets[short], neighbours)
+    allowed, _ = pairs_allowed(corpus, edges.targets[short], candidates, sim_pv, rules, scratch)
+    columns = [column.copy() for column in edges[1:]]
+    for column, found in zip(columns, first_allowed(candidates, sim_pv, allowed, k), strict=True):
+        column[short] = found
+    return Edges(edges.targets, *columns)
+
+
 class _LeftoverGraphs(beam.DoFn):
-    def __init__(self, corpus: SharedCorpus, rules: ValidityRules):
-        self._corpus, self._rules = corpus, rules
+    """Leftovers -> their graphs, those short of candidates searched deeper first."""
+
+    def __init__(self, corpus: SharedCorpus, rules: ValidityRules, neighbours: int):
+        self._corpus, self._rules, self._neighbours = corpus, rules, neighbours
         self._scratch = None
 
     def process(self, keyed: tuple[tuple[str, str], Edges | AtLimit]):
@@ -320,10 +398,12 @@ class _LeftoverGraphs(beam.DoFn):
         searchable = self._corpus.acquire(directory)
         if self._scratch is None:
             self._scratch = searchable.corpus.ngrams.scratch()
+        corpus, pool = searchable.corpus, searchable.pools[split]
         with timed("closed_sets", "leftover_graphs"):
-            graphs = leftover_graphs(
-                searchable.corpus, searchable.pools[split], edges, self._rules, self._scratch
+            edges = searched_deeper(
+                corpus, pool, edges, self._rules, self._scratch, self._neighbours
             )
+            graphs = leftover_graphs(corpus, pool, edges, self._rules, self._scratch)
         yield (split, directory), graphs
 
 
@@ -362,22 +442,30 @@ class _BorderSets(beam.DoFn):
         candidates = np.concatenate([pad_columns(b.candidates, width) for b in batches])[order]
         weights = np.concatenate([pad_square(b.weights, width + 1) for b in batches])[order]
         self._leftovers.inc(len(targets))
+        full = np.concatenate(full) if full else np.zeros(0, np.int64)
+        leftovers = targets[order]
+
+        def capacity_of(ids: np.ndarray) -> np.ndarray:
+            """Leftovers are in no set yet; a caption some part holds may join one border set
+            unless it is full (so never more than --set_memberships in all)."""
+            others = np.where(np.isin(ids, full), 0, 1 if self._max > 1 else 0)
+            return np.where(np.isin(ids, leftovers), self._max, others)
+
         with timed("closed_sets", "border"):
             sets, reasons = border_sets(
-                targets[order], candidates, weights, seed=keyed_int(self._seed, f"{split}/border"),
-                overlap=self._max > 1, full=np.concatenate(full) if full else None,
+                leftovers, candidates, weights, capacity_of,
+                seed=keyed_int(self._seed, f"{split}/border"),
             )  # fmt: skip
         self._sets.inc(len(sets))
-        first = np.isin(sets, targets)  # a leftover's first membership; others take the last
-        counts = np.where(first, 1, self._max)
+        first = np.isin(sets, leftovers)  # a leftover's memberships count from 1; others take
+        _, compact = np.unique(sets, return_inverse=True)  # the last, --set_memberships
+        running = memberships(compact.reshape(sets.shape), compact.max(initial=-1) + 1)
+        counts = np.where(first, running, self._max)
         pool = searchable.pools[split]
         yield from set_selections(corpus, pool, sets, counts, self._lam, self._limit)
-        for row, reason in zip(targets[order], reasons, strict=True):
+        for row, reason in zip(leftovers, reasons, strict=True):
             if reason != COVERED:
-                why = LEFT_OUT_REASONS[int(reason)]
-                Metrics.counter(*why.split("/")).inc()  # "decoys", "closed_set_<why>"
-                caption = corpus.caption(int(row))
-                yield beam.pvalue.TaggedOutput(SKIPPED, Skip(why, caption.caption_id, split))
+                yield skip(corpus, row, reason, split)
 
 
 def pad_columns(array: np.ndarray, width: int) -> np.ndarray:
@@ -438,19 +526,22 @@ class ClosedSets(DecoyStrategy):
             >> beam.ParDo(
                 _FormSets(
                     self.corpus,
+                    config.rules,
                     config.score_lambda,
-                    config.rules.limit,
                     config.seed,
                     config.set_shard_size,
-                    max_memberships=config.set_memberships,
+                    config.set_memberships,
                 )
-            ).with_outputs(LEFTOVERS, main="selections")
+            ).with_outputs(LEFTOVERS, SKIPPED, main="selections")
         )
         border = (
             formed[LEFTOVERS]
             | "Batches" >> beam.FlatMap(batches_of, size=config.batch_size)
             | "Distribute" >> beam.Reshuffle()
-            | "LeftoverGraphs" >> beam.ParDo(_LeftoverGraphs(self.corpus, config.rules))
+            | "LeftoverGraphs"
+            >> beam.ParDo(
+                _LeftoverGraphs(self.corpus, config.rules, LEFTOVER_DEPTH * self.searched(config))
+            )
             | "BySplit" >> beam.GroupByKey()
             | "BorderSets"
             >> beam.ParDo(
@@ -464,4 +555,5 @@ class ClosedSets(DecoyStrategy):
             ).with_outputs(SKIPPED, main="selections")
         )
         selections = (formed.selections, border.selections) | "Selections" >> beam.Flatten()
-        return {"selections": selections, SKIPPED: border[SKIPPED]}
+        skipped = (formed[SKIPPED], border[SKIPPED]) | "Skipped" >> beam.Flatten()
+        return {"selections": selections, SKIPPED: skipped}

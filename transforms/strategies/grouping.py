@@ -27,6 +27,7 @@ read. Ties are broken by a seeded permutation, so the result is deterministic fo
 """
 
 import heapq
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -441,15 +442,14 @@ LEFT_OUT = {
 
 
 @numba.njit(cache=True)
-def _border(nodes, weights, order, uncovered, joinable, coverage_bonus, budget):
+def _border(nodes, weights, order, uncovered, capacity, coverage_bonus, budget):
     """Border pass: a clique for each leftover among its own candidates, in ``order``.
 
-    Each caption joins at most one border set, and one already in a set only if
-    ``joinable``; uncovered members earn ``coverage_bonus``.
+    A caption joins while it has ``capacity`` (sets it may still join); uncovered members
+    earn ``coverage_bonus``.
     """
     count = len(order)
-    used = np.zeros(len(uncovered), np.bool_)
-    sets = np.empty((count, SIZE), np.int64)
+    sets = np.empty((count, SIZE), np.int64)  # each set covers its leftover
     reasons = np.zeros(count, np.int64)
     found = np.empty(SIZE - 1, np.int64)
     m_sets = 0
@@ -466,12 +466,11 @@ def _border(nodes, weights, order, uncovered, joinable, coverage_bonus, budget):
         pick = np.empty(m, np.int64)
         usable = 0
         for i in range(m):
-            x = nodes[j, i + 1]
-            if not used[x] and (uncovered[x] or joinable[x]):
+            if capacity[nodes[j, i + 1]] > 0:
                 pick[usable] = i + 1
                 usable += 1
         best = -np.inf
-        if usable >= SIZE - 1:
+        if usable >= SIZE - 1 and capacity[me] > 0:
             w_seed = np.empty(usable, np.float64)
             w = np.empty((usable, usable), np.float32)
             for a in range(usable):
@@ -491,7 +490,7 @@ def _border(nodes, weights, order, uncovered, joinable, coverage_bonus, budget):
         for q in range(SIZE - 1):
             sets[m_sets, q + 1] = nodes[j, pick[found[q]]]
         for q in range(SIZE):
-            used[sets[m_sets, q]] = True
+            capacity[sets[m_sets, q]] -= 1
             uncovered[sets[m_sets, q]] = False
         m_sets += 1
     return sets[:m_sets], reasons
@@ -501,20 +500,19 @@ def border_sets(
     leftovers: np.ndarray,
     candidates: np.ndarray,
     weights: np.ndarray,
+    capacity_of: Callable[[np.ndarray], np.ndarray],
     *,
     seed: int,
-    overlap: bool,
-    full: np.ndarray | None = None,
     coverage_bonus: float = 0.5,
     budget: int = 5_000,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sets for the captions the parts left out, each among its own candidates across parts.
+    """Sets for captions left out, each among its own candidates (wherever they lie).
 
     leftovers: int64 (L,) caption rows; candidates: int64 (L, M) each one's allowed
     candidates, best first, -1 padded; weights: float32 (L, M + 1, M + 1), the cosines among
     the leftover (index 0) and its candidates, NaN where a pair may not share a set.
-    overlap: whether a caption already in a set may join one border set; full: the rows
-    that may not, being in as many sets as allowed already.
+    capacity_of: rows -> how many more sets each may join (never more than
+    ``--set_memberships`` in all).
 
     Returns (sets int64 (s, 5) of caption rows, reason per leftover: COVERED or why not).
     Most constrained leftovers go first (fewest candidates), ties by a seeded permutation.
@@ -524,12 +522,9 @@ def border_sets(
     compact = compact.reshape(nodes.shape)
     if ids[0] == -1:  # the padding
         compact -= 1
-    uncovered = np.zeros(len(ids) - (ids[0] == -1), np.bool_)
-    uncovered[compact[:, 0]] = True
     valid_ids = ids[ids >= 0]
-    joinable = np.full(len(valid_ids), overlap)
-    if full is not None:
-        joinable &= ~np.isin(valid_ids, full)
+    uncovered = np.zeros(len(valid_ids), np.bool_)
+    uncovered[compact[:, 0]] = True
     tie = np.random.default_rng(seed).permutation(len(leftovers))
     order = np.lexsort((tie, (candidates >= 0).sum(axis=1))).astype(np.int64)
     sets, reasons = _border(
@@ -537,7 +532,7 @@ def border_sets(
         np.asarray(weights, np.float32),
         order,
         uncovered,
-        joinable,
+        np.asarray(capacity_of(valid_ids), np.int64).copy(),
         coverage_bonus,
         budget,
     )
