@@ -80,6 +80,13 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
         mean = manifest["statistics"]["splits"][split]["decoys"]["sim_pv"]["mean"]
         assert abs(float(sim_pv) - mean) <= 0.0005 + 1e-9
 
+    [projection] = [row for row in stages if row[0] == run[0] and len(row) == 7]
+    busy = {key: counters.get(key, 0) / 1000 for key, _ in scale.STAGES}
+    serial = sum(seconds for key, seconds in busy.items() if key in scale.ONE_PROCESS)
+    share = serial / sum(busy.values())
+    assert projection[1] == f"{serial:.0f}s" and projection[3] == f"{100 * share:.0f}%"
+    assert all(re.fullmatch(r"\d+\.\d min", cell) for cell in projection[5:])
+
     [kernel] = [line for line in lines if line.startswith("simSURF on 20,000 pairs")]
     assert float(kernel.rsplit("max |difference| ", 1)[1]) < 1e-9
     recalls = [line for line in lines if line.startswith("IVF recall@500")]
