@@ -130,25 +130,20 @@ def unload_reference(ids, offsets, reference, scratch):
 @numba.njit(nogil=True, cache=True)
 def loaded_sim_surf(ids, ranks, offsets, lengths, candidate, scratch):
     """simSURF of ``candidate`` against the reference loaded into ``scratch``."""
-    log_sum = 0.0
-    for n in range(MAX_ORDER):
-        total = lengths[candidate] - n
-        matched = 0
-        for k in range(offsets[candidate, n], offsets[candidate, n + 1]):
-            if ranks[k] <= scratch[ids[k]]:
-                matched += 1
-        if matched == 0:
-            return 0.0
-        log_sum += np.log(matched / total)
-    return np.exp(log_sum / MAX_ORDER)
+    return loaded_sim_surf_against(
+        ids, ranks, offsets, lengths, candidate, lengths[candidate], scratch
+    )
 
 
 @numba.njit(nogil=True, cache=True)
 def loaded_sim_surf_against(ids, ranks, offsets, lengths, reference, hypothesis_length, scratch):
-    """simSURF of the caption loaded into ``scratch`` (``hypothesis_length`` tokens), as the
-    hypothesis, against ``reference``: clipped matches, sum of min(count in one, count in the
-    other), are symmetric, so one loaded hypothesis meets many references. Equal, bit for bit,
-    to :func:`loaded_sim_surf` with the roles of loaded and scanned caption swapped."""
+    """simSURF with the n-grams of ``reference`` counted against those loaded into ``scratch``,
+    over ``hypothesis_length``: the loaded caption as the hypothesis when that is its length.
+
+    Clipped matches, the sum of min(count in one, count in the other), are symmetric, so a
+    loaded hypothesis meets many references; scanning the hypothesis itself over a loaded
+    reference (:func:`loaded_sim_surf`) gives the same bits.
+    """
     log_sum = 0.0
     for n in range(MAX_ORDER):
         matched = 0
