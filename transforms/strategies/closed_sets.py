@@ -78,6 +78,10 @@ from transforms.strategies.validity import (
 LEFTOVERS = "leftovers"  # FormSets' output of the captions its part left out
 # Leftovers short of K allowed candidates are searched this many times deeper again.
 LEFTOVER_DEPTH = 4
+# A border set is chosen among this many of a leftover's nearest allowed candidates: the
+# pairs among them are checked directly, so the cost grows with its square (50 took 3/4
+# of the 124k benchmark's busy time; measured in the README).
+BORDER_CANDIDATES = 32
 # Skip reasons of a caption in no set, one per grouping.LEFT_OUT reason.
 LEFT_OUT_REASONS = {code: f"decoys/closed_set_{why}" for code, why in LEFT_OUT.items()}
 
@@ -344,9 +348,10 @@ def skip(corpus: Corpus, row: int, reason: int, split: str) -> beam.pvalue.Tagge
 def leftover_graphs(
     corpus: Corpus, pool: Pool, edges: Edges, rules: ValidityRules, scratch: np.ndarray
 ) -> LeftoverGraphs:
-    """Which of each leftover's allowed candidates may share a set with each other, and
-    their cosines: the validity rules both ways round on every pair, as ``pairs_allowed``."""
-    order = np.argsort(~edges.allowed, axis=1, kind="stable")
+    """Which of each leftover's ``BORDER_CANDIDATES`` nearest allowed candidates may share a
+    set with each other, and their cosines: the validity rules both ways round on every
+    pair, as ``pairs_allowed``."""
+    order = np.argsort(~edges.allowed, axis=1, kind="stable")[:, :BORDER_CANDIDATES]
     keep = np.take_along_axis(edges.allowed, order, axis=1)
     candidates = np.where(keep, np.take_along_axis(edges.candidates, order, axis=1), -1)
     nodes = np.concatenate([edges.targets[:, None], candidates], axis=1)
