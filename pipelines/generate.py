@@ -56,6 +56,7 @@ from transforms.dataset.statistics import (
     compute_statistics,
     read_written,
     table_one,
+    unaccounted,
 )
 from transforms.dataset.write import WriteInstances
 from transforms.errors import InputError
@@ -201,6 +202,12 @@ def generate(
     build_pipeline(pipeline, options, inputs)
     metrics = run_to_completion(pipeline)
     statistics = compute_statistics(*read_written(options.output), metrics)
+    missing = unaccounted(statistics)
+    if missing:  # never published: a dataset that silently lost captions is worse than none
+        raise RuntimeError(
+            f"{options.output}: {missing} captions are neither the target of an instance nor "
+            "skipped; the version is left incomplete (a bug: please report it)"
+        )
     report = STRATEGIES[options.decoys].report(options.output)
     if report:
         statistics["strategy"] = report

@@ -118,6 +118,23 @@ def coverage(table: pa.Table | None, captions: int) -> dict:
     }
 
 
+def unaccounted(statistics: dict) -> int:
+    """Captions that are neither the target of an instance nor skipped by the decoy stage:
+    0 unless a stage lost records (a bug, never an input's fault); 0 without coverage.
+
+    >>> unaccounted({"splits": {"dev": {"coverage": {"captions": 5, "targets": 3}}},
+    ...              "skipped": {"decoys/closed_set_no_5_clique": 1, "normalize/empty": 4}})
+    1
+    """
+    coverage = [
+        values["coverage"] for values in statistics["splits"].values() if "coverage" in values
+    ]
+    if not coverage:
+        return 0
+    drops = sum(n for reason, n in statistics["skipped"].items() if reason.startswith("decoys/"))
+    return sum(c["captions"] - c["targets"] for c in coverage) - drops
+
+
 def compute_statistics(
     instances: dict[str, pa.Table | None],
     skips: list[Skip],

@@ -22,11 +22,10 @@ Stages, none of which holds a whole split's neighbour graph:
    part per worker at a time, keyed by (split, part); then a *border set* for each caption
    it left out, among that caption's own candidates in the part, every pair among them
    checked against the rules directly (``grouping.border_sets``).
-4. ``BorderSets``: what is still left out and has candidates across the part's border, or
-   fewer than K candidates (searched ``LEFTOVER_DEPTH`` times deeper first), gets a border
-   set among its candidates wherever they lie: the pairs among them are checked in
-   parallel (``LeftoverGraphs``), then one pass per split over these leftovers alone
-   chooses the sets.
+4. ``BorderSets``: what is still left out gets a border set among its candidates wherever
+   they lie (searched ``LEFTOVER_DEPTH`` times deeper first when fewer than K): the pairs
+   among them are checked in parallel (``LeftoverGraphs``), then one pass per split over
+   these leftovers alone chooses the sets.
 
 Checking the pairs among a caption's candidates directly, rather than only the kNN edges,
 finds the sets the kNN graph misses where most near captions are paraphrases the rules
@@ -266,9 +265,9 @@ class _FormSets(beam.DoFn):
 
     Within the part: the grouping over its kNN edges, then border sets for the captions it
     left out among their candidates in the part. What is still left out goes on to
-    ``LEFTOVERS`` with all its candidates when some lie across the part's border (else it
-    is skipped here) or it has fewer than K (the border pass searches deeper for it), and so
-    do the captions the part filled (``AtLimit``).
+    ``LEFTOVERS`` with all its candidates, across the part's border too (the border pass
+    sets or skips it: only there is it known whether another part's leftover takes it), and
+    so do the captions the part filled (``AtLimit``).
     """
 
     def __init__(
@@ -322,15 +321,7 @@ class _FormSets(beam.DoFn):
         full = np.flatnonzero(np.bincount(sets.ravel(), minlength=len(rows)) >= self._max)
         if self._max > 1 and len(full):  # with 1, the border pass uses leftovers only
             yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, directory), AtLimit(rows[full])))
-        uncovered = reasons != COVERED
-        k = edges.candidates.shape[1]  # short of K: a deeper search may find more
-        across = (edges.allowed[left] & ~inside[left]).any(axis=1) | (
-            edges.allowed[left].sum(axis=1) < k
-        )
-        for row, reason in zip(rows[left[uncovered & ~across]], reasons[uncovered & ~across],
-                               strict=True):  # fmt: skip
-            yield skip(corpus, row, reason, split)
-        onward = left[uncovered & across]
+        onward = left[reasons != COVERED]  # the border pass decides for every one of them
         if len(onward):
             out = Edges(rows[onward], edges.candidates[onward], edges.sim_pv[onward],
                         edges.allowed[onward])  # fmt: skip
@@ -435,6 +426,7 @@ class _BorderSets(beam.DoFn):
 
     def process(self, keyed: tuple[tuple[str, str], Iterable[LeftoverGraphs | AtLimit]]):
         (split, directory), elements = keyed
+        elements = list(elements)  # one pass over the grouped values, whatever the runner
         searchable = self._corpus.acquire(directory)
         corpus = searchable.corpus
         batches = [e for e in elements if isinstance(e, LeftoverGraphs)]
