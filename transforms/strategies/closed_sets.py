@@ -529,7 +529,7 @@ class ClosedSets(DecoyStrategy):
                     config.set_shard_size,
                     config.set_memberships,
                 )
-            ).with_outputs(LEFTOVERS, SKIPPED, main="selections")
+            ).with_outputs(LEFTOVERS, main="selections")
         )
         border = (
             formed[LEFTOVERS]
@@ -552,5 +552,4 @@ class ClosedSets(DecoyStrategy):
             ).with_outputs(SKIPPED, main="selections")
         )
         selections = (formed.selections, border.selections) | "Selections" >> beam.Flatten()
-        skipped = (formed[SKIPPED], border[SKIPPED]) | "Skipped" >> beam.Flatten()
-        return {"selections": selections, SKIPPED: skipped}
+        return {"selections": selections, SKIPPED: border[SKIPPED]}
