@@ -259,6 +259,13 @@ def card(browser: Browser) -> dict:
     )
 
 
+def reload_app(browser: Browser) -> None:
+    """Reloads and waits for the app to render its restored state: the new document is
+    complete before the app's script has drawn the card (it read nothing then)."""
+    browser.reload()
+    browser.wait_until("!!(document.getElementById('card') || {dataset: {}}).dataset.mode")
+
+
 def image_kind(browser: Browser) -> str:
     return browser.evaluate("document.querySelector('#card [data-image-kind]').dataset.imageKind")
 
@@ -301,7 +308,7 @@ def rate_questions(browser: Browser, key: dict[str, dict], plan, how: str, reloa
     for index in range(QUESTIONS):
         shown = card(browser)
         if index == reload_at:
-            browser.reload()
+            reload_app(browser)
             assert card(browser) == shown  # the same question, its options in the same order
         assert shown["mode"] == "question" and shown["progress"].startswith(
             f"{index + 1} of {QUESTIONS}"
@@ -583,7 +590,7 @@ def test_four_option_instances_are_asked_scored_and_filtered_as_four(
         first = card(browser)
         browser.press("5")
         assert card(browser) == first  # no fifth option: nothing answered
-        browser.reload()
+        reload_app(browser)
         chosen, _ = rate_questions(browser, key, lambda i, item: True, "key")
         answers = download(browser, "#csv", downloads)
     finally:
