@@ -14,9 +14,9 @@ setuptools.setup(
     packages=setuptools.find_packages(
         include=["pipelines", "transforms", "transforms.*", "schemas"]
     ),
-    # the rating app's page, script and style, read at run time with importlib.resources:
-    # a wheel and Dataflow's --setup_file install them too
-    package_data={"transforms.report.assets": ["*.html", "*.css", "*.js"]},
+    # the rating app's page, script and style and the dataset card's templates, read at run
+    # time with importlib.resources: a wheel and Dataflow's --setup_file install them too
+    package_data={"transforms.report.assets": ["*.html", "*.css", "*.js", "*.md"]},
     install_requires=[
         "apache-beam[gcp]>=2.60,<3",  # gcp: gs:// reads and writes, the Dataflow runner
         "gensim>=4.3,<5",

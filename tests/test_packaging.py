@@ -1,6 +1,7 @@
 """setup.py is what Dataflow installs on workers: everything the code imports, no test tools."""
 
 import ast
+import fnmatch
 import importlib.metadata
 import pathlib
 import re
@@ -27,7 +28,7 @@ def _setup_arguments() -> dict:
         for node in ast.walk(ast.parse((ROOT / "setup.py").read_text()))
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "setup"
     )
-    wanted = ("install_requires", "extras_require", "entry_points")
+    wanted = ("install_requires", "extras_require", "entry_points", "package_data")
     return {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg in wanted}
 
 
@@ -73,6 +74,16 @@ def test_workers_get_every_imported_package_and_no_test_tools():
     test_tools = _requirement_names(arguments["extras_require"]["test"])
     assert not test_tools & (required | trainer)
     assert not test_tools & imported, "worker code imports a test-only package"
+
+
+def test_package_data_ships_every_file_the_reports_read():
+    """The rating app's files and the card templates are read with importlib.resources, so a
+    wheel (and Dataflow's --setup_file) must hold them; package_data's patterns decide that."""
+    patterns = _setup_arguments()["package_data"]["transforms.report.assets"]
+    folder = ROOT / "transforms" / "report" / "assets"
+    files = [path.name for path in folder.iterdir() if path.is_file() and path.suffix != ".py"]
+    assert {"rating_app.js", "version_card.md"} <= set(files)
+    assert [name for name in files if not any(fnmatch.fnmatch(name, p) for p in patterns)] == []
 
 
 WITHOUT_TRAIN_EXTRA = """

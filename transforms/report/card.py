@@ -4,15 +4,19 @@ The front matter's ``configs`` name the Parquet shards of each split, so
 ``datasets.load_dataset(<directory>)`` reads exactly those (never the TFRecord
 or text copies, never another version), and its ``dataset_info`` gives the
 features and each split's instance count, which ``datasets`` checks on load.
-YAML is written by hand: every scalar is JSON-quoted, which YAML reads as is.
+YAML is written by hand: every scalar is JSON-quoted, which YAML reads as is. The
+Markdown under it is ``assets/version_card.md`` or ``assets/root_card.md``, a
+``string.Template`` whose ``${name}`` fields are filled here.
 """
 
 import json
+from string import Template
 
 from schemas.instance import FIELDS, MCIC_OPTIONS
 from schemas.layout import PARQUET, relative_shard_pattern
 from transforms.corpus.split import SPLITS
 from transforms.dataset.statistics import DECOY_MEASURES
+from transforms.report import assets
 from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.metrics import metrics_table
 
@@ -103,18 +107,10 @@ def front_matter(data_directory: str, splits: dict[str, dict], license: str) -> 
 
 def root_card(version_directory: str, splits: dict[str, dict], license: str) -> str:
     """The output root's card: loading the root loads the latest version only."""
-    name = version_directory.rsplit("/", 1)[-1]
-    return (
-        front_matter(version_directory, splits, license)
-        + f"""
-# Multiple-choice image-caption datasets
-
-This folder holds the versions written by `dmc-generate` under `versions/`; the latest is
-`{name}` (`latest.txt` names it; on a local disk `latest` links to it). Its dataset card is
-[`{version_directory}/{CARD_FILE}`]({version_directory}/{CARD_FILE}). Loading this folder
-with `datasets.load_dataset` reads the latest version's Parquet shards and nothing else.
-"""
+    body = Template(assets.read("root_card.md")).substitute(
+        name=version_directory.rsplit("/", 1)[-1], card=f"{version_directory}/{CARD_FILE}"
     )
+    return front_matter(version_directory, splits, license) + "\n" + body
 
 
 def _table_one(statistics: dict) -> str:
@@ -183,31 +179,12 @@ def _audit(statistics: dict) -> str:
     return f"```\n{metrics_table(audit)}\n```\n\n**{audit['verdict']['line']}**{left_out}"
 
 
-def _generation(manifest: dict) -> str:
-    inputs = "\n".join(
+def _inputs(manifest: dict) -> str:
+    return "\n".join(
         f"- `{entry['path'].rsplit('/', 1)[-1]}`: {entry['bytes']:,} bytes, "
         f"sha256 `{entry['sha256']}`"
         for entry in manifest["inputs"]
     )
-    options = "\n".join(
-        f"| `--{name}` | `{value}` |" for name, value in sorted(manifest["options"].items())
-    )
-    code = manifest["code"]
-    versions = ", ".join(f"{package} {version}" for package, version in code["versions"].items())
-    return f"""Inputs (the version's name is a digest of their checksums, of the options below and
-of the package version):
-
-{inputs}
-
-Code: Python {code["python"]}; {versions}. The version's `manifest.json` also records the
-git commit and lists every file with its size, sha256 and record count; readers refuse a
-version whose files differ from it.
-
-The options that decide the content:
-
-| option | value |
-| --- | --- |
-{options}"""
 
 
 def version_card(manifest: dict, statistics: dict, plots: dict[str, str]) -> str:
@@ -219,86 +196,35 @@ def version_card(manifest: dict, statistics: dict, plots: dict[str, str]) -> str
     """
     options = manifest["options"]
     strategy = STRATEGIES[options["decoys"]]
-    splits = statistics["splits"]
-    figures = "\n\n".join(f"![{caption}]({path})" for path, caption in plots.items())
-    citations = "\n\n".join(
-        f"```bibtex\n{CITATIONS[key]}\n```" for key in (*ALWAYS_CITED, *strategy.references)
-    )
-    guarantee = strategy.guarantee or "none: text-only models may beat chance (see the audit)"
     k = strategy.num_options
     chance = f"{100 / k:.0f}%"
-    text_formats = (
-        "and `mcic/<split>/` (the published MCIC-COCO text format)"
-        if k == MCIC_OPTIONS
-        else f"(the MCIC text format holds five options, so it is not written for {k})"
+    code = manifest["code"]
+    body = Template(assets.read("version_card.md")).substitute(
+        strategy=strategy.name,
+        k=k,
+        decoys=k - 1,
+        chance=chance,
+        summary=strategy.summary,
+        guarantee=strategy.guarantee or "none: text-only models may beat chance (see the audit)",
+        text_formats=(
+            "and `mcic/<split>/` (the published MCIC-COCO text format)"
+            if k == MCIC_OPTIONS
+            else f"(the MCIC text format holds five options, so it is not written for {k})"
+        ),
+        table_one=_table_one(statistics),
+        skips=_skips(statistics),
+        decoy_means=_decoy_means(statistics),
+        strategy_report=_strategy_report(statistics),
+        figures="\n\n".join(f"![{caption}]({path})" for path, caption in plots.items()),
+        audit=_audit(statistics),
+        limitations=strategy.limitations,
+        inputs=_inputs(manifest),
+        python=code["python"],
+        versions=", ".join(f"{package} {version}" for package, version in code["versions"].items()),
+        options="\n".join(f"| `--{name}` | `{value}` |" for name, value in sorted(options.items())),
+        license=options["captions_license"],
+        citations="\n\n".join(
+            f"```bibtex\n{CITATIONS[key]}\n```" for key in (*ALWAYS_CITED, *strategy.references)
+        ),
     )
-    return (
-        front_matter("", splits, options["captions_license"])
-        + f"""
-# Multiple-choice image-caption dataset: `{strategy.name}` decoys
-
-Each instance is one image, {k} texts (*options*) and the position of the true one
-(*label*): the *target*, the image's own caption (or, where the task says so, part of it),
-and {k - 1} *decoy(s)*, captions of other images or texts built from a caption
-(`option_edits` says how). A system must pick the target; chance is {chance}. The dataset is
-only informative if it cannot be solved without the image: see the text-only audit below.
-
-Decoys: `--decoys {strategy.name}`: {strategy.summary}. Text-only guarantee: {guarantee}.
-
-## Loading
-
-```python
-import pandas as pd
-dev = pd.read_parquet("parquet/dev")          # one directory per format and split
-
-import datasets
-dataset = datasets.load_dataset(".")          # this folder: train, dev and test from Parquet
-```
-
-The same instances are in `tfrecord/<split>/` (`tf.train.Example`; `tfrecord/feature_spec.json`
-gives each feature's `tf.io.FixedLenFeature` shape and dtype) {text_formats}. Images are not
-included: `image_file` and `image_url` name them.
-
-## Splits
-
-{_table_one(statistics)}
-
-Skipped captions and what the validity rules turned away:
-
-{_skips(statistics)}
-
-## Decoys
-
-{_decoy_means(statistics)}
-
-{_strategy_report(statistics)}
-
-{figures}
-
-## Text-only audit
-
-Models that never see the image, on dev and test (accuracy in %, +- one binomial standard
-deviation). Anything above {chance} is solvable from the options alone.
-
-{_audit(statistics)}
-
-## Known limitations
-
-- Captions are lower-cased and tokenised; duplicate captions of an image are dropped.
-- {strategy.limitations}
-
-## How it was generated
-
-{_generation(manifest)}
-
-## Licence
-
-The captions are the input corpus's, under its licence: `{options["captions_license"]}`
-(COCO's captions: CC BY 4.0). Images are not part of this dataset; COCO's images carry their
-own Flickr licences.
-
-## Citation
-
-{citations}
-"""
-    )
+    return front_matter("", statistics["splits"], options["captions_license"]) + "\n" + body
