@@ -1,5 +1,6 @@
 // eslint's recommended rules for the rating app's script, a classic <script> in the browser
-// (transforms/report/rating_app.py inlines it into the page). Run: npm ci && npm run lint.
+// (transforms/report/rating_app.py inlines it into the page). Run from the repository root:
+// npm ci --prefix .ci && .ci/node_modules/.bin/eslint --config .ci/eslint.config.mjs transforms/report/assets
 import js from "@eslint/js";
 import globals from "globals";
 
