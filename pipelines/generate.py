@@ -67,7 +67,7 @@ from transforms.search.optimize import report_table
 from transforms.strategies.adversarial import REPORT_FILE as ADVERSARIAL_FILE
 from transforms.strategies.adversarial import AdversarialFilter
 from transforms.strategies.registry import STRATEGIES
-from transforms.trainer.audit import audit_dataset
+from transforms.trainer.dataset_audit import audit_dataset
 from transforms.trainer.metrics import metrics_table
 
 STATISTICS_FILE = "statistics.json"

@@ -24,7 +24,7 @@ from transforms.errors import InputError
 from transforms.strategies.base import StrategyConfig
 from transforms.strategies.registry import DEFAULT_STRATEGY, STRATEGIES, strategy_table
 from transforms.strategies.validity import ValidityRules
-from transforms.trainer.audit import AuditConfig
+from transforms.trainer.dataset_audit import AuditConfig
 from transforms.trainer.features import FeatureConfig
 from transforms.trainer.models import DECODINGS, TrainConfig, Vec2seqSize
 

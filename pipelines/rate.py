@@ -89,7 +89,7 @@ from transforms.report.ratings import (
 )
 from transforms.seeds import keyed_int, keyed_rng
 from transforms.strategies.registry import STRATEGIES
-from transforms.trainer.audit import audit_dataset
+from transforms.trainer.dataset_audit import audit_dataset
 
 JOB_FILE = "job.json"
 APP_DIRECTORY = "app"

@@ -24,7 +24,7 @@ from tests.dataset_checks import read_parquet
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.errors import InputError
 from transforms.seeds import keyed_rng
-from transforms.trainer.audit import audit_dataset
+from transforms.trainer.dataset_audit import audit_dataset
 from transforms.trainer.features import build_example, load_feature_space
 from transforms.trainer.registry import FITTERS
 
