@@ -8,7 +8,6 @@ from sklearn.linear_model import Ridge
 
 from pipelines.options import TrainOptions
 from schemas.examples import TEXT_FEATURES, Batch
-from transforms.trainer.audits import AUDITS, hub_scores
 from transforms.trainer.models import accuracy
 from transforms.trainer.neural import (
     BilinearModule,
@@ -20,6 +19,7 @@ from transforms.trainer.neural import (
 from transforms.trainer.registry import FITTERS
 from transforms.trainer.regression import Moments
 from transforms.trainer.stream import FitData, InMemoryExamples
+from transforms.trainer.text_rules import TEXT_RULES, hub_scores
 
 
 def linked_problem(n: int, dim: int = 6, noise: float = 0.3, seed: int = 0, k: int = 5) -> Batch:
@@ -147,7 +147,7 @@ def test_text_models_and_rules_score_k_options(k):
     train, dev, test = (linked_problem(n, seed=s, k=k) for n, s in ((100, 0), (50, 1), (50, 2)))
     for name in ("Text-FFNN", "Bigram LM"):
         assert FITTERS[name](name, fit_data(train, dev), CONFIG).scores(test).shape == (50, k)
-    for rule in AUDITS:
+    for rule in TEXT_RULES:
         assert rule.scores(test).shape == (50, k)
     hubs = hub_scores(np.array([[1.0, 0.3], [0.3, 1.0]]))
     np.testing.assert_allclose(hubs, [0.3, 0.3])  # two options: each one's similarity to the other

@@ -58,7 +58,7 @@ from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 from transforms.errors import InputError
 from transforms.files import list_files, read_file
 from transforms.seeds import keyed_rng
-from transforms.trainer.audits import hub_scores
+from transforms.trainer.text_rules import hub_scores
 
 _CLOSED_CLASS_WORDS = """
     a an the this that these those some any each every both either neither no another other

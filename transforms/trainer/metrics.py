@@ -10,8 +10,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from schemas.examples import Batch, Example
-from transforms.trainer.audits import AUDITS
 from transforms.trainer.models import answers
+from transforms.trainer.text_rules import TEXT_RULES
 
 EVALUATION_SPLITS = ("dev", "test")
 
@@ -26,7 +26,7 @@ def count_correct(
         if not members:
             continue
         batch = Batch.stack(members)
-        for model in (*AUDITS, *models):
+        for model in (*TEXT_RULES, *models):
             correct = int(np.sum(answers(model.scores(batch)) == batch.labels))
             counts.append(((model.name, split), (correct, len(batch))))
     return counts
@@ -79,11 +79,11 @@ def build_metrics(
     order they were fitted in."""
     by_key, captioned = dict(counts), dict(captioning or [])
     rows = []
-    for model in (*AUDITS, *models):
+    for model in (*TEXT_RULES, *models):
         row = {
             "model": model.name,
             "input": "image+text" if model.uses_image else "text",
-            "trained": model not in AUDITS,
+            "trained": model not in TEXT_RULES,
             **{
                 split: split_result(*by_key[(model.name, split)])
                 for split in EVALUATION_SPLITS

@@ -1,8 +1,10 @@
-"""Text-only audits: how much of a dataset is solvable without the image.
+"""The untrained text-only rules: how much of a dataset is solvable without the image.
 
-Each audit scores the k options of an instance from their text alone and
-answers with the best; accuracy is then read against chance (1/k: 20% for
-MC-IC's five options). MC-IC picks the four decoys as nearest neighbours of the
+They are the rows of the text-only audit that need no fitting (``TEXT_RULES``),
+reported by the trainer and by :mod:`transforms.trainer.dataset_audit`. Each
+rule scores the k options of an instance from their text alone and answers
+with the best; accuracy is then read against chance (1/k: 20% for MC-IC's
+five options). MC-IC picks the four decoys as nearest neighbours of the
 target, so the target tends to sit at the centre of its option set: the "hub"
 (the option most similar to the other four) gives it away on the published MCIC-COCO 32-34%
 of the time (SPEC). The novelty guess measures the leak of the whole-corpus
@@ -42,7 +44,7 @@ class TextRule:
         return batch.text_feature(self.feature)
 
 
-AUDITS = (
+TEXT_RULES = (
     TextRule("Hub by BLEU", "hub_bleu"),
     TextRule("Hub by PV cosine", "hub_pv"),
     TextRule("Longest option", "length"),
