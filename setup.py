@@ -65,5 +65,8 @@ setuptools.setup(
             "datasets>=3",
             "pyyaml>=6",
         ],
+        # the manual under docs/ (mkdocs.yml); CI builds it with --strict so a broken link
+        # or a page missing from the nav fails
+        "docs": ["mkdocs-material==9.8.1"],
     },
 )

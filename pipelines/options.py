@@ -1,6 +1,6 @@
 """Every option of the generator and the trainer, with its default and help: their one home.
 
-The argparse flags and their --help groups, the README's option tables and the
+The argparse flags and their --help groups, the manual's option tables (docs/) and the
 run manifest are all derived from :class:`GenerateOptions` and :class:`TrainOptions`.
 """
 
@@ -32,7 +32,7 @@ REQUIRED = dataclasses.MISSING
 
 
 class Group:
-    """The option groups of ``--help`` and of the README's option tables.
+    """The option groups of ``--help`` and of the manual's option tables.
 
     Every option names one (``_option(..., group=Group.X)``), so a new option
     cannot land outside a group, and a misspelt group is an AttributeError.
@@ -128,7 +128,7 @@ class GenerateOptions:
     )
     decoys: str = _option(
         DEFAULT_STRATEGY,
-        "the decoy strategy (README: Decoy strategies)",
+        "the decoy strategy (docs/strategies.md)",
         tuple(STRATEGIES),
         group=Group.DECOYS,
     )
@@ -687,7 +687,7 @@ class Command:
 
 
 def shown_default(option: dataclasses.Field) -> str:
-    """An option's default as --help and the README say it: never an empty string."""
+    """An option's default as --help and the manual say it: never an empty string."""
     if option.default is REQUIRED:
         return "required"
     if option.type is bool:
@@ -806,7 +806,7 @@ def parse_options(
 
 
 def markdown_table(options_type: type = GenerateOptions) -> str:
-    """The README's option tables: one per group, under its name, as --help groups them.
+    """The manual's option tables (docs/): one per group, under its name, as --help groups them.
 
     A type whose options are all in one group gets one table without a name.
     """
@@ -1013,6 +1013,6 @@ TABLES = {
 
 if (
     __name__ == "__main__"
-):  # README tables: python -m pipelines.options [train|regenerate|preview|rate-*|log|strategies]
+):  # docs tables: python -m pipelines.options [train|regenerate|preview|rate-*|log|strategies]
     table = sys.argv[1] if len(sys.argv) > 1 else "generate"
     print(strategy_table() if table == "strategies" else markdown_table(TABLES[table]))

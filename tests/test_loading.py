@@ -1,6 +1,6 @@
-"""A new user's first minutes: the README's loading snippets, the dataset card, stock readers.
+"""A new user's first minutes: the manual's loading snippets, the dataset card, stock readers.
 
-The snippets are taken from README.md as written and run in a fresh interpreter
+The snippets are taken from docs/output.md as written and run in a fresh interpreter
 against an output root that holds two versions, so a snippet that reads both
 (or none) fails here as it would for a user.
 """
@@ -28,7 +28,7 @@ from tests.conftest import SMALL
 from tests.dataset_checks import SPLITS, read_parquet
 from tests.tfrecord_reader import parse_example, read_records
 
-README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+OUTPUT_PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "output.md"
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +42,8 @@ def two_versions(synthetic_corpus, tmp_path_factory) -> tuple[pathlib.Path, str,
 
 
 def loading_snippets() -> dict[str, str]:
-    """The README's python blocks of "Loading a dataset", by the library each imports first."""
-    section = README.read_text().split("### Loading a dataset", 1)[1].split("\n## ", 1)[0]
+    """The manual's python blocks of "Loading a dataset", by the library each imports first."""
+    section = OUTPUT_PAGE.read_text().split("## Loading a dataset", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
     return {first_import(block): block for block in blocks}
 
@@ -80,7 +80,7 @@ def statistics(version: str) -> dict:
     return json.loads(pathlib.Path(version, "statistics.json").read_text())
 
 
-def test_the_readme_has_the_three_snippets():
+def test_the_manual_has_the_three_snippets():
     assert set(loading_snippets()) == {"pandas", "datasets", "json"}
 
 
