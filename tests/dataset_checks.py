@@ -21,7 +21,7 @@ from schemas.instance import MCIC_OPTIONS, parse_mcic_line
 from schemas.layout import MCIC, PARQUET, TFRECORD, shard_pattern
 from tests.tfrecord_reader import parse_example, read_records
 from transforms.language.chunker import PERSON, SCENE, chunk
-from transforms.language.forced_choice import TaskContext, main_chunk
+from transforms.language.forced_choice_tasks import TaskContext, main_chunk
 from transforms.language.objects import CATEGORIES, image_objects, read_instances
 from transforms.strategies.madlibs import DRAWN, OBJECTS_FILE
 from transforms.strategies.registry import STRATEGIES

@@ -7,7 +7,7 @@ import pytest
 
 from transforms.corpus.normalize import normalize_caption
 from transforms.language.chunker import chunk
-from transforms.language.forced_choice import (
+from transforms.language.forced_choice_tasks import (
     TASKS,
     TaskContext,
     main_chunk,

@@ -1,8 +1,8 @@
-"""Hodosh & Hockenmaier 2016's eight binary forced-choice tasks: the target and one distractor.
+"""Hodosh & Hockenmaier 2016's forced-choice tasks as decoy strategies: target + one distractor.
 
 Each task is a strategy of its own (``--decoys switch_people`` ...); what they
 share is here, the language of each (chunks, the edits, which training caption
-or chunk is taken) is in :mod:`transforms.language.forced_choice`. Replacement
+or chunk is taken) is in :mod:`transforms.language.forced_choice_tasks`. Replacement
 mentions and head co-occurrence come from the train split, as in the paper.
 Distractors that are whole captions (share person, share scene, just scene
 (+)) come from the target's own split (``own_split``), where the paper took
@@ -36,7 +36,7 @@ from transforms.corpus.split import SPLITS
 from transforms.corpus.store import Corpus, load_corpus
 from transforms.corpus.surface import sim_surf_batch
 from transforms.language.chunker import chunk
-from transforms.language.forced_choice import TASKS, Constructed, TaskContext
+from transforms.language.forced_choice_tasks import TASKS, Constructed, TaskContext
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_rng
 from transforms.strategies.base import DecoyStrategy, StrategyConfig
@@ -210,7 +210,7 @@ class ForcedChoice(DecoyStrategy):
     pools = ("all",)
     references = ("hodosh2016",)
     invariants = ("forced_choice",)
-    task: ClassVar[str]  # a key of transforms.language.forced_choice.TASKS
+    task: ClassVar[str]  # a key of transforms.language.forced_choice_tasks.TASKS
     own_split: ClassVar[bool] = False  # whole-caption distractors come from the target's split
 
     def expand(self, corpus_ref):

@@ -42,7 +42,7 @@ split, so a fixed seed gives the same items on any runner.
 How many items each task can build from a corpus, every caption being both
 train and target (:func:`task_counts`):
 
-python -m transforms.language.forced_choice ../shared/data/coco/captions_val2017.json
+python -m transforms.language.forced_choice_tasks ../shared/data/coco/captions_val2017.json
 """
 
 import bisect
