@@ -128,7 +128,7 @@ class GenerateOptions:
     )
     decoys: str = _option(
         DEFAULT_STRATEGY,
-        "the decoy strategy (docs/strategies.md)",
+        "the decoy strategy (docs/strategies/)",
         tuple(STRATEGIES),
         group=Group.DECOYS,
     )
