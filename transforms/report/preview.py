@@ -5,14 +5,18 @@ Pure functions from instance records (``schemas/instance.py``) to HTML;
 The page has no script and loads nothing from the network but the ``image_url``
 of an image that was not copied, so it works offline (such an image then shows
 its file name). Every piece of data is escaped: captions are text, never markup.
+
+The page is ``assets/preview.html``, a ``string.Template``, with ``preview.css`` inlined.
 """
 
 import heapq
 import html
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from string import Template
 from urllib.parse import quote
 
+from transforms.report import assets
 from transforms.seeds import keyed_int
 
 IMAGES_DIRECTORY = "images"
@@ -238,73 +242,15 @@ def render_overview(splits: list[SplitPreview]) -> str:
     )
 
 
-STYLE = """
-body { margin: 0; background: #f3f4f6; color: #1f2328;
-  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
-header, main { max-width: 1160px; margin: 0 auto; padding: 0 24px; }
-header { padding-top: 8px; }
-h1 { font-size: 26px; margin: 16px 0 4px; }
-h2 { font-size: 22px; margin: 32px 0 12px; border-bottom: 2px solid #d0d7de; }
-h2 small { font-size: 14px; font-weight: normal; color: #57606a; }
-h3 { font-size: 15px; margin: 0 0 8px; }
-.ids { font-weight: normal; color: #57606a; margin-left: 12px; }
-code, .caption-id, .image-id { font-family: ui-monospace, "DejaVu Sans Mono", monospace;
-  font-size: 0.9em; }
-.meta, .legend { color: #57606a; margin: 4px 0 12px; }
-table { border-collapse: collapse; }
-th { text-align: left; font-weight: 600; color: #57606a; font-size: 13px; white-space: nowrap; }
-th, td { padding: 5px 10px; border-bottom: 1px solid #e5e7eb; vertical-align: baseline; }
-.number, .sim-pv, .sim-surf, .score, .position { text-align: right;
-  font-variant-numeric: tabular-nums; }
-.overview { background: #fff; margin: 8px 0 12px; }
-.instance { display: grid; grid-template-columns: 224px 1fr; gap: 20px; background: #fff;
-  border: 1px solid #d0d7de; border-radius: 8px; padding: 16px; margin: 0 0 16px; }
-.image { margin: 0; }
-.image img, .placeholder { display: block; width: 224px; height: 168px; border-radius: 4px;
-  background: #e5e7eb; object-fit: contain; color: #57606a; font-size: 12px; }
-.placeholder { box-sizing: border-box; border: 2px dashed #afb8c1; color: #57606a;
-  text-align: center; padding-top: 66px; }
-figcaption { font-size: 12px; color: #57606a; margin-top: 4px; overflow-wrap: anywhere; }
-.origin { font-style: italic; }
-.options { width: 100%; font-size: 14px; }
-.caption { width: 100%; }
-.caption-id, .image-id { color: #57606a; white-space: nowrap; }
-.role { white-space: nowrap; color: #57606a; }
-.target td { background: #dafbe1; }
-.target td:first-child { box-shadow: inset 4px 0 #1a7f37; }
-.target .caption { font-weight: 600; }
-.badge { background: #1a7f37; color: #fff; border-radius: 10px; padding: 1px 8px;
-  font-size: 12px; font-weight: 600; }
-.scores { color: #57606a; font-size: 12px; text-align: right; }
-"""
-
-
 def render_page(header: Header, splits: list[SplitPreview]) -> str:
     """The whole page: what was read, the splits' sizes linking to their sections, then them."""
-    version = _text(header.version)
-    sections = "".join(render_split(split) for split in splits)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Preview of {version}</title>
-<style>{STYLE}</style>
-</head>
-<body>
-<header>
-<h1>Dataset preview: <code>{version}</code></h1>
-<p class="meta">{_text(header.dataset)} · decoys <code>{_text(header.decoys)}</code> ·
-up to {header.per_split:,} instances per split, sampled with seed {header.seed}</p>
-{render_overview(splits)}
-<p class="legend">Each instance: its image, the five options in their order (# is the
-position; the label is the target's), the target marked, and each decoy's provenance: its
-rank by Score (1 is the best), the image and caption it comes from, and its simPV, simSURF
-and Score to the target.</p>
-</header>
-<main>
-{sections}
-</main>
-</body>
-</html>
-"""
+    return Template(assets.read("preview.html")).substitute(
+        version=_text(header.version),
+        style=assets.read("preview.css"),
+        dataset=_text(header.dataset),
+        decoys=_text(header.decoys),
+        per_split=f"{header.per_split:,}",
+        seed=header.seed,
+        overview=render_overview(splits),
+        sections="".join(render_split(split) for split in splits),
+    )

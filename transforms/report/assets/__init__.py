@@ -1,4 +1,5 @@
-"""The files reports are made of: the rating app's page, script and style, the card templates.
+"""The files reports are made of: the rating app's page, script and style, the preview's
+page and style, the card templates.
 
 They ship as package data (``setup.py``), so an installed wheel or a Dataflow worker has them.
 """
