@@ -6,11 +6,15 @@ The page has no script and loads nothing from the network but the ``image_url``
 of an image that was not copied, so it works offline (such an image then shows
 its file name). Every piece of data is escaped: captions are text, never markup.
 
-The page is ``assets/preview.html``, a ``string.Template``, with ``preview.css`` inlined.
+The page is ``assets/preview.html``, a ``string.Template``, with ``preview.css`` inlined;
+its pieces (an instance, an option's row, a split...) are the templates of
+``assets/preview_fragments.html``.
 """
 
+import functools
 import heapq
 import html
+import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from string import Template
@@ -128,6 +132,30 @@ def _number(value: float) -> str:
     return f"{value:.3f}"
 
 
+FRAGMENT_NAME = re.compile(r"^<!-- ([a-z_]+) -->\n", re.MULTILINE)
+LINE_BREAK = re.compile(r"\n[ \t]*")
+
+
+@functools.cache
+def fragments() -> dict[str, Template]:
+    """The pieces of ``assets/preview_fragments.html`` by name; a line break and the
+    indentation after it are dropped, so the pieces can be written one element a line."""
+    _, *parts = FRAGMENT_NAME.split(assets.read("preview_fragments.html"))
+    return {
+        name: Template(LINE_BREAK.sub("", body))
+        for name, body in zip(parts[::2], parts[1::2], strict=True)
+    }
+
+
+def fill(piece: str, /, **values: object) -> str:
+    """A piece with its ``${...}`` fields filled by values already escaped.
+
+    >>> fill("no_instances")
+    '<p>No instances in this split.</p>'
+    """
+    return fragments()[piece].substitute(values)
+
+
 IMAGE_ORIGINS = {
     LOCAL: "a copy of the file in --images",
     URL: "from its image_url (needs the network)",
@@ -139,16 +167,15 @@ def render_image(instance: dict, image: Image) -> str:
     """The image, or a placeholder, over its id, file name and where the picture comes from."""
     file_name = _text(instance["image_file"])
     if image.kind == MISSING:
-        shown = f'<div class="placeholder" data-image-kind="{MISSING}">image not available</div>'
+        shown = fill("placeholder", kind=MISSING)
     else:
-        shown = (
-            f'<img src="{_text(image.src)}" alt="image {file_name}" loading="lazy" '
-            f'data-image-kind="{image.kind}">'
-        )
-    return (
-        f'<figure class="image">{shown}<figcaption>image <code>{_text(instance["image_id"])}'
-        f'</code> · {file_name}<br><span class="origin">{IMAGE_ORIGINS[image.kind]}</span>'
-        "</figcaption></figure>"
+        shown = fill("picture", src=_text(image.src), file_name=file_name, kind=image.kind)
+    return fill(
+        "image",
+        shown=shown,
+        image_id=_text(instance["image_id"]),
+        file_name=file_name,
+        origin=IMAGE_ORIGINS[image.kind],
     )
 
 
@@ -160,86 +187,69 @@ def render_option(position: int, instance: dict, decoys: dict[tuple[str, str], D
     (or, for a decoy built from a caption, the edit)."""
     caption_id = instance["option_caption_ids"][position]
     edit = instance["option_edits"][position]
-    cells = [
-        f'<td class="position">{position}</td>',
-        f'<td class="caption">{_text(instance["options"][position])}</td>',
-    ]
+    row = {
+        "position": position,
+        "caption": _text(instance["options"][position]),
+        "caption_id": _text(caption_id),
+    }
     if position == instance["label"]:
-        role, attributes = "target", ""
-        cells += [
-            '<td class="role"><span class="badge">✓ target</span></td>',
-            f'<td class="image-id">{_text(instance["image_id"])}</td>',
-            f'<td class="caption-id">{_text(caption_id)}</td>',
-            f'<td class="scores" colspan="3">{_text(edit or OWN_CAPTION)}</td>',
-        ]
+        return fill(
+            "target", **row, image_id=_text(instance["image_id"]), edit=_text(edit or OWN_CAPTION)
+        )
+    decoy = decoys[(caption_id, edit)]  # its caption_id is the option's
+    if edit:
+        provenance = fill("edit", edit=_text(edit))
     else:
-        decoy = decoys[(caption_id, edit)]
-        role, attributes = "decoy", f' data-decoy-rank="{decoy.rank}"'
-        cells += [
-            f'<td class="role">decoy {decoy.rank}</td>',
-            f'<td class="image-id">{_text(decoy.image_id)}</td>',
-            f'<td class="caption-id">{_text(decoy.caption_id)}</td>',
-        ]
-        if edit:
-            cells.append(f'<td class="edit" colspan="3">{_text(edit)}</td>')
-        else:
-            cells += [
-                f'<td class="sim-pv">{_number(decoy.sim_pv)}</td>',
-                f'<td class="sim-surf">{_number(decoy.sim_surf)}</td>',
-                f'<td class="score">{_number(decoy.score)}</td>',
-            ]
-    return (
-        f'<tr class="option {role}" data-position="{position}" '
-        f'data-caption-id="{_text(caption_id)}"{attributes}>{"".join(cells)}</tr>'
+        provenance = fill(
+            "scores",
+            sim_pv=_number(decoy.sim_pv),
+            sim_surf=_number(decoy.sim_surf),
+            score=_number(decoy.score),
+        )
+    return fill(
+        "decoy", **row, rank=decoy.rank, image_id=_text(decoy.image_id), provenance=provenance
     )
-
-
-OPTIONS_HEAD = (
-    "<thead><tr><th>#</th><th>option</th><th>role</th><th>image id</th><th>caption id</th>"
-    '<th class="number">simPV</th><th class="number">simSURF</th>'
-    '<th class="number">Score</th></tr></thead>'
-)
 
 
 def render_instance(instance: dict, image: Image) -> str:
     """The image beside the options in their order, the target marked."""
     decoys = decoys_by_source(instance)
-    rows = "".join(
-        render_option(position, instance, decoys) for position in range(len(instance["options"]))
-    )
-    example_id = _text(instance["example_id"])
-    return (
-        f'<article class="instance" id="{_text(instance["split"])}-{example_id}" '
-        f'data-example-id="{example_id}" data-label="{instance["label"]}">'
-        f"{render_image(instance, image)}"
-        f'<div class="details"><h3>example <code>{example_id}</code>'
-        f'<span class="ids">target caption <code>{_text(instance["target_caption_id"])}</code>'
-        f" · label {instance['label']}</span></h3>"
-        f'<table class="options">{OPTIONS_HEAD}<tbody>{rows}</tbody></table></div></article>'
+    return fill(
+        "instance",
+        split=_text(instance["split"]),
+        example_id=_text(instance["example_id"]),
+        label=instance["label"],
+        image=render_image(instance, image),
+        target_caption_id=_text(instance["target_caption_id"]),
+        rows="".join(
+            render_option(position, instance, decoys)
+            for position in range(len(instance["options"]))
+        ),
     )
 
 
 def render_split(split: SplitPreview) -> str:
-    name = _text(split.name)
     body = "".join(render_instance(instance, image) for instance, image in split.shown)
-    return (
-        f'<section class="split" id="split-{name}" data-split="{name}">'
-        f"<h2>{name} <small>{len(split.shown):,} of {split.instances:,} instances</small></h2>"
-        f"{body or '<p>No instances in this split.</p>'}</section>"
+    return fill(
+        "split",
+        name=_text(split.name),
+        shown=f"{len(split.shown):,}",
+        instances=f"{split.instances:,}",
+        body=body or fill("no_instances"),
     )
 
 
 def render_overview(splits: list[SplitPreview]) -> str:
     rows = "".join(
-        f'<tr><td><a href="#split-{_text(split.name)}">{_text(split.name)}</a></td>'
-        f'<td class="number">{split.instances:,}</td>'
-        f'<td class="number">{len(split.shown):,}</td></tr>'
+        fill(
+            "overview_row",
+            name=_text(split.name),
+            instances=f"{split.instances:,}",
+            shown=f"{len(split.shown):,}",
+        )
         for split in splits
     )
-    return (
-        '<table class="overview"><thead><tr><th>split</th><th class="number">instances</th>'
-        f'<th class="number">shown</th></tr></thead><tbody>{rows}</tbody></table>'
-    )
+    return fill("overview", rows=rows)
 
 
 def render_page(header: Header, splits: list[SplitPreview]) -> str:
