@@ -9,6 +9,7 @@ from transforms.corpus.normalize import normalize_caption
 from transforms.language.chunker import chunk
 from transforms.language.forced_choice_tasks import (
     TASKS,
+    Refusal,
     TaskContext,
     main_chunk,
     task_counts,
@@ -79,7 +80,7 @@ def test_switch_swaps_people_with_their_clothing_and_keeps_the_words(context):
     ],
 )
 def test_switch_skips(context, text, reason):
-    assert build("switch_people", text, context) == reason
+    assert build("switch_people", text, context) == Refusal(reason)
 
 
 def test_replace_person_never_uses_a_head_that_shares_an_image(context):
@@ -105,7 +106,7 @@ def test_replace_keeps_the_number_and_skips_when_nothing_is_left(context):
     built = build("replace_person", "three men on a boat", context)
     assert built.distractor_text == "two surfers on a boat"
     assert built.distractor_edit == "replace_person: 'three men' -> 'two surfers'"
-    assert build("replace_person", "two surfers on a boat", context) == "no_replacement"
+    assert build("replace_person", "two surfers on a boat", context) == Refusal("no_replacement")
 
 
 def test_replace_scene_replaces_the_last_scene_by_an_unrelated_one(context):
@@ -124,7 +125,8 @@ def test_share_picks_a_caption_of_another_image_with_the_same_head(context):
         assert built.distractor_edit == ""
         seen.add(built.distractor_source)
     assert seen == {"11", "61"}
-    assert build("share_scene", "a dog in the kitchen", context, image_id="5") == "no_other_image"
+    alone = build("share_scene", "a dog in the kitchen", context, image_id="5")
+    assert alone == Refusal("no_other_image")
     built = build("share_scene", "kids playing on the beach", context)
     assert built.distractor_source in {"21", "22", "61"}
 
@@ -139,8 +141,8 @@ def test_just_person_and_just_scene_are_the_chunk_alone(context):
     )
     assert scene.distractor_text == "the beach"
     assert scene.distractor_edit == "just_scene: 'the beach' alone"
-    assert build("just_scene", "a cat on a bed", context) == "no_scene_chunk"
-    assert build("just_person", "a man", context) == "chunk_is_caption"
+    assert build("just_scene", "a cat on a bed", context) == Refusal("no_scene_chunk")
+    assert build("just_person", "a man", context) == Refusal("chunk_is_caption")
 
 
 def test_just_scene_plus_makes_the_scene_the_target(context):

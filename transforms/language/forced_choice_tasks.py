@@ -1,8 +1,9 @@
 """The construction rules of Hodosh & Hockenmaier's (2016) eight binary forced-choice tasks.
 
 Each task turns one target caption into two options, the target and one
-distractor, or says in a short stable string why it cannot (the pipeline
-counts every skip). Section 3 of the paper, task by task:
+distractor (:class:`Constructed`), or a :class:`Refusal` carrying a short
+stable reason why it cannot (the pipeline counts every skip). Section 3 of
+the paper, task by task:
 
 - ``switch_people``: the caption's first two person mentions swapped, each
   with its modifiers and clothing ("a man in red holding a child" -> "a child
@@ -115,6 +116,17 @@ class Constructed(NamedTuple):
     distractor_edit: str  # "" for an unedited corpus caption, else "<task>: <edit>"
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why a task builds no item from a caption: a short stable reason, counted by the pipeline.
+
+    >>> Refusal("no_person_chunk") == Refusal("no_person_chunk"), Refusal("x") == "x"
+    (True, False)
+    """
+
+    reason: str  # e.g. "no_person_chunk", "no_replacement"
+
+
 class _Train(NamedTuple):
     caption_id: str
     image_id: str
@@ -204,7 +216,7 @@ def main_chunk(chunks: Sequence[Chunk], kind: str) -> Chunk | None:
     return of_kind[0] if kind == PERSON else of_kind[-1]
 
 
-Result = Constructed | str
+Result = Constructed | Refusal
 Task = Callable[
     [str, str, Sequence[str], Sequence[Chunk], TaskContext, np.random.Generator], Result
 ]
@@ -221,19 +233,19 @@ def switch_people(
     """The first two person mentions swapped: "a man holding a child" -> "a child holding a man"."""
     people = [found for found in chunks if found.kind == PERSON]
     if not people:
-        return "no_person_chunk"
+        return Refusal("no_person_chunk")
     if len(people) == 1:
-        return "one_person_only"
+        return Refusal("one_person_only")
     first, second = people[0], people[1]
     if first.lemma == second.lemma:
-        return "same_person_head"
+        return Refusal("same_person_head")
     if first.plural != second.plural:
-        return "plural_mismatch"
+        return Refusal("plural_mismatch")
     if tokens[first.start] in POSSESSIVES or tokens[second.start] in POSSESSIVES:
-        return "possessive_mention"
+        return Refusal("possessive_mention")
     between = tuple(tokens[first.end : second.start])
     if _symmetric(between):
-        return "symmetric_relation"
+        return Refusal("symmetric_relation")
     switched = (
         list(tokens[: first.start])
         + list(tokens[second.start : second.end])
@@ -272,10 +284,10 @@ def _replace(kind: str, task: str) -> Task:
     ) -> Result:
         original = main_chunk(chunks, kind)
         if original is None:
-            return f"no_{kind}_chunk"
+            return Refusal(f"no_{kind}_chunk")
         replacement = draw_mention(context, original, rng)
         if replacement is None:
-            return "no_replacement"
+            return Refusal("no_replacement")
         before = chunk_text(tokens, original)
         edited = [*tokens[: original.start], replacement, *tokens[original.end :]]
         return Constructed(
@@ -343,10 +355,10 @@ def _share(kind: str) -> Task:
     ) -> Result:
         main = main_chunk(chunks, kind)
         if main is None:
-            return f"no_{kind}_chunk"
+            return Refusal(f"no_{kind}_chunk")
         other = other_image_caption(context, kind, main.lemma, image_id, rng)
         if other is None:
-            return "no_other_image"
+            return Refusal("no_other_image")
         return Constructed(" ".join(tokens), "", other.text, other.caption_id, other.image_id, "")
 
     share.__doc__ = f"A train caption of another image with the same main {kind} head."
@@ -364,9 +376,9 @@ def _just(kind: str, task: str) -> Task:
     ) -> Result:
         main = main_chunk(chunks, kind)
         if main is None:
-            return f"no_{kind}_chunk"
+            return Refusal(f"no_{kind}_chunk")
         if main.end - main.start == len(tokens):
-            return "chunk_is_caption"
+            return Refusal("chunk_is_caption")
         text = chunk_text(tokens, main)
         return Constructed(
             " ".join(tokens), "", text, caption_id, image_id, f"{task}: {text!r} alone"
@@ -387,12 +399,12 @@ def just_scene_plus(
     """The scene mention alone is the target; a caption of another image with its head is not."""
     main = main_chunk(chunks, SCENE)
     if main is None:
-        return "no_scene_chunk"
+        return Refusal("no_scene_chunk")
     if main.end - main.start == len(tokens):
-        return "chunk_is_caption"
+        return Refusal("chunk_is_caption")
     other = other_image_caption(context, SCENE, main.lemma, image_id, rng)
     if other is None:
-        return "no_other_image"
+        return Refusal("no_other_image")
     text = chunk_text(tokens, main)
     return Constructed(
         text,
@@ -429,7 +441,7 @@ def task_counts(
         for name, task in TASKS.items():
             rng = keyed_rng(seed, f"{name} {caption_id}")
             result = task(str(caption_id), str(image_id), tokens, chunks, context, rng)
-            counts[name]["built" if isinstance(result, Constructed) else result] += 1
+            counts[name]["built" if isinstance(result, Constructed) else result.reason] += 1
     return counts
 
 

@@ -36,7 +36,7 @@ from transforms.corpus.split import SPLITS
 from transforms.corpus.store import Corpus, load_corpus
 from transforms.corpus.surface import sim_surf_batch
 from transforms.language.chunker import chunk
-from transforms.language.forced_choice_tasks import TASKS, Constructed, TaskContext
+from transforms.language.forced_choice_tasks import TASKS, Constructed, Refusal, Result, TaskContext
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_rng
 from transforms.strategies.base import DecoyStrategy, StrategyConfig
@@ -121,7 +121,7 @@ class _Construct(beam.DoFn):
         self._progress.advance(end - start)
         yield from outputs
 
-    def _construct(self, sources: TaskSources, row: int) -> Constructed | str:
+    def _construct(self, sources: TaskSources, row: int) -> Result:
         caption = sources.corpus.caption(row)
         tokens = caption.text.split()
         rng = keyed_rng(self._seed, f"{self._task} {caption.caption_id}")
@@ -135,7 +135,7 @@ class _Construct(beam.DoFn):
         for row, result in built:
             target = corpus.caption(row)
             reason = self._check(sources, row, result)
-            if reason:
+            if reason is not None:
                 Metrics.counter(*reason.split("/", 1)).inc()
                 yield beam.pvalue.TaggedOutput(
                     SKIPPED, Skip(reason, target.caption_id, target.split)
@@ -148,18 +148,16 @@ class _Construct(beam.DoFn):
                 target_edit=result.target_edit,
             )
 
-    def _check(self, sources: TaskSources, row: int, result: Constructed | str) -> str:
-        """The skip reason of a target, "" when its distractor stands."""
-        if isinstance(result, str):
-            return f"decoys/{result}"
+    def _check(self, sources: TaskSources, row: int, result: Result) -> str | None:
+        """The skip reason of a target (a counter name), None when its distractor stands."""
+        if isinstance(result, Refusal):
+            return f"decoys/{result.reason}"
         if result.distractor_text == result.target_text:
             return REPEATS
         if result.distractor_edit:
-            return (
-                COPIES
-                if copies_an_image_caption(sources.corpus, row, result.distractor_text)
-                else ""
-            )
+            if copies_an_image_caption(sources.corpus, row, result.distractor_text):
+                return COPIES
+            return None
         candidate = np.array([[sources.row_of[result.distractor_source]]])
         chosen, rejected = choose_valid(
             sources.corpus,
@@ -172,7 +170,7 @@ class _Construct(beam.DoFn):
             self._scratch,
         )
         self._rejections.add(rejected)
-        return "" if chosen[0, 0] >= 0 else INVALID
+        return None if chosen[0, 0] >= 0 else INVALID
 
     def _sim_pv(self, sources: TaskSources, row: int, candidate: np.ndarray) -> np.ndarray:
         embeddings = sources.corpus.embeddings
