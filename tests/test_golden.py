@@ -1,0 +1,161 @@
+"""The synthetic default run's outputs, byte for byte, against a checked-in golden manifest.
+
+Refactors must not change what a run writes (issue 22's rule): every file under the
+output of ``closed_sets_dataset`` (the default strategy on the 1,000-image synthetic
+corpus at the tests' sizes, already generated for other tests) is hashed with sha256
+and compared with ``tests/golden/synthetic_outputs.json``. Dataset records, the corpus
+files, statistics, cards and plots are hashed as written. Only what legitimately
+differs between two runs of the same code is normalised first, file by file:
+
+- ``manifest.json``: its creation time, the code's commit and package versions, the
+  ``*_ms`` timing counters, the temporary input and output paths, and the listed
+  size and sha256 of the PV model (whose content is checked normalised, below);
+- ``_COMPLETE``: its completion time;
+- ``pv/doc2vec.model``: gensim's lifecycle log (times, paths, platform) and training time.
+
+When a change to the outputs is intended, regenerate the golden file and commit it
+with the change that explains it::
+
+    UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py
+"""
+
+import hashlib
+import json
+import os
+import pickle
+from collections.abc import Callable
+
+from pipelines.versions import COMPLETE_FILE, MANIFEST_FILE
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "synthetic_outputs.json")
+MODEL_FILE = "pv/doc2vec.model"
+NORMALISED = "<normalised>"
+
+
+def relocated(value, places: dict[str, str]):
+    """``value`` (parsed JSON) with each absolute path in ``places`` replaced by its name.
+
+    >>> relocated({"a": ["/tmp/x/f.json"]}, {"/tmp/x": "<input>"})
+    {'a': ['<input>/f.json']}
+    """
+    if isinstance(value, dict):
+        return {key: relocated(item, places) for key, item in value.items()}
+    if isinstance(value, list):
+        return [relocated(item, places) for item in value]
+    if isinstance(value, str):
+        for path, name in places.items():
+            value = value.replace(path, name)
+    return value
+
+
+def normalised_manifest(manifest: dict) -> dict:
+    """The manifest without the run's time, code identity, timings and the model's checksum
+    and size (its log's paths and times vary in length)."""
+    metrics = {
+        name: NORMALISED if name.endswith("_ms") else count
+        for name, count in manifest["metrics"].items()
+    }
+    files = [
+        {**entry, "bytes": NORMALISED, "sha256": NORMALISED}
+        if entry["path"] == MODEL_FILE
+        else entry
+        for entry in manifest["files"]
+    ]
+    return {
+        **manifest,
+        "created": NORMALISED,
+        "code": NORMALISED,
+        "metrics": metrics,
+        "files": files,
+    }
+
+
+def normalised_marker(marker: dict) -> dict:
+    return {**marker, "completed": NORMALISED}
+
+
+def normalised_model(data: bytes) -> bytes:
+    """The pickled model without gensim's lifecycle log and the time training took."""
+    model = pickle.loads(data)
+    model.lifecycle_events = []
+    model.total_train_time = 0.0
+    return pickle.dumps(model)
+
+
+def as_written(document: dict) -> bytes:
+    """JSON as transforms.files.write_json writes it."""
+    return json.dumps(document, indent=2, sort_keys=True).encode("utf-8")
+
+
+def json_normaliser(normalise: Callable[[dict], dict], places: dict[str, str]):
+    def normaliser(data: bytes) -> bytes:
+        document = json.loads(data)
+        if as_written(document) != data:  # laid out differently: a change the hash must show
+            return data
+        return as_written(relocated(normalise(document), places))
+
+    return normaliser
+
+
+def normalisers(version: str, places: dict[str, str]) -> dict[str, Callable[[bytes], bytes]]:
+    """Path under the output -> what makes that file's bytes the same on every run."""
+    return {
+        f"{version}/{MANIFEST_FILE}": json_normaliser(normalised_manifest, places),
+        f"{version}/{COMPLETE_FILE}": json_normaliser(normalised_marker, places),
+        f"{version}/{MODEL_FILE}": normalised_model,
+    }
+
+
+def output_hashes(root: str, normalise: dict[str, Callable[[bytes], bytes]]) -> dict[str, str]:
+    """Relative path -> sha256 of every file under ``root``, normalised where ``normalise``
+    says; a symlink by its target."""
+    hashes = {}
+    for directory, subdirectories, files in os.walk(root):
+        for name in subdirectories + files:  # a symlink to a directory is among the former
+            path = os.path.join(directory, name)
+            relative = os.path.relpath(path, root)
+            if os.path.islink(path):
+                hashes[relative] = f"symlink -> {os.readlink(path)}"
+            elif os.path.isfile(path):
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                data = normalise[relative](data) if relative in normalise else data
+                hashes[relative] = hashlib.sha256(data).hexdigest()
+    return dict(sorted(hashes.items()))
+
+
+def changes(expected: dict[str, str], found: dict[str, str]) -> list[str]:
+    """One line per file that changed, went missing or is new.
+
+    >>> changes({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"})
+    ['b: changed', 'c: new']
+    """
+    lines = []
+    for path in sorted(expected.keys() | found.keys()):
+        if path not in found:
+            lines.append(f"{path}: missing")
+        elif path not in expected:
+            lines.append(f"{path}: new")
+        elif found[path] != expected[path]:
+            lines.append(f"{path}: changed")
+    return lines
+
+
+def test_the_synthetic_default_run_writes_the_golden_outputs(closed_sets_dataset):
+    directory, options = closed_sets_dataset
+    root = os.path.dirname(os.path.dirname(directory))  # OUTPUT/versions/<version>
+    places = {root: "<output>", os.path.dirname(options.input): "<input>"}
+    version = os.path.relpath(directory, root)
+    found = output_hashes(root, normalisers(version, places))
+    if os.environ.get("UPDATE_GOLDEN"):
+        os.makedirs(os.path.dirname(GOLDEN), exist_ok=True)
+        with open(GOLDEN, "w", encoding="utf-8") as handle:
+            json.dump(found, handle, indent=2)
+            handle.write("\n")
+    with open(GOLDEN, encoding="utf-8") as handle:
+        expected = json.load(handle)
+    assert not (changed := changes(expected, found)), (
+        "the synthetic default run's outputs differ from tests/golden/synthetic_outputs.json "
+        "(if intended: UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py):\n"
+        + "\n".join(changed)
+    )
