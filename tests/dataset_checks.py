@@ -20,8 +20,16 @@ from pipelines.versions import verify_version
 from schemas.instance import MCIC_OPTIONS, parse_mcic_line
 from schemas.layout import MCIC, PARQUET, TFRECORD, shard_pattern
 from tests.tfrecord_reader import parse_example, read_records
-from transforms.language.chunker import PERSON, SCENE, chunk
-from transforms.language.forced_choice_tasks import TaskContext, main_chunk
+from transforms.language.chunker import chunk
+from transforms.language.forced_choice_tasks import (
+    OTHER_CAPTIONS,
+    Task,
+    TaskContext,
+    main_chunk,
+    mention_alone,
+    replace_mention,
+    swap_people,
+)
 from transforms.language.objects import CATEGORIES, image_objects, read_instances
 from transforms.strategies.madlibs import DRAWN, OBJECTS_FILE
 from transforms.strategies.registry import STRATEGIES
@@ -271,7 +279,7 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
     if "same_objects" in strategy.invariants:
         check_same_objects(output, corpus, every, options.objects, decoy_pool, sample=sample)
     if "forced_choice" in strategy.invariants:
-        check_forced_choice(corpus, every, strategy.name, options.cooccurrence_images)
+        check_forced_choice(corpus, every, strategy.task, options.cooccurrence_images)
     if "closed_sets" in strategy.invariants:
         for split in SPLITS:
             check_closed_sets(rows[split])
@@ -352,12 +360,12 @@ def is_span(part: list[str], whole: list[str]) -> bool:
 
 
 def check_forced_choice(
-    corpus: list[dict], rows: list[dict], task: str, cooccurrence_images: int
+    corpus: list[dict], rows: list[dict], task: Task, cooccurrence_images: int
 ) -> None:
     """Each task's construction rule (Hodosh & Hockenmaier 2016, section 3), on every instance,
     in terms of the chunker's mentions (its own precision is measured separately)."""
     caption = {c["caption_id"]: c for c in corpus}
-    kind = SCENE if "scene" in task else PERSON
+    kind = task.kind
     context = TaskContext.build(
         (
             (c["caption_id"], c["image_id"], c["text"].split())
@@ -374,20 +382,21 @@ def check_forced_choice(
         main = main_chunk(chunk(text), kind)
         assert main is not None, row
         mention = text[main.start : main.end]
-        assert bool(row["option_edits"][label]) == (task == "just_scene_plus"), row
-        assert answer == (mention if task == "just_scene_plus" else text), row
-        if task in ("share_person", "share_scene", "just_scene_plus"):
+        assert bool(row["option_edits"][label]) == task.target_is_mention, row
+        assert answer == (mention if task.target_is_mention else text), row
+        if task.pool == OTHER_CAPTIONS:
             source = caption[decoy_source]
             assert not edit and source["text"].split() == decoy, row
             assert source["split"] == target["split"] and source["image_id"] != target["image_id"]
             assert main_chunk(chunk(decoy), kind).lemma == main.lemma, row
             continue
-        assert edit.startswith(f"{task}:") and decoy_source == target["caption_id"], row
-        if task == "switch_people":
+        assert edit.startswith(f"{task.name}:") and decoy_source == target["caption_id"], row
+        if task.rule is swap_people:
             assert sorted(decoy) == sorted(text) and decoy != text, row
-        elif task.startswith("just_"):
+        elif task.rule is mention_alone:
             assert decoy == mention, row
         else:  # replace: the mention alone differs, by a train mention of an unrelated head
+            assert task.rule is replace_mention, task
             end = len(decoy) - (len(text) - main.end)
             assert decoy[: main.start] == text[: main.start] and decoy[end:] == text[main.end :]
             inserted = " ".join(decoy[main.start : end])

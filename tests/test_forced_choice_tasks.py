@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from transforms.corpus.normalize import normalize_caption
-from transforms.language.chunker import chunk
+from transforms.language.chunker import PERSON, SCENE, chunk
 from transforms.language.forced_choice_tasks import (
+    OTHER_CAPTIONS,
+    OWN_CAPTION,
     TASKS,
     Refusal,
     TaskContext,
@@ -41,20 +43,24 @@ def context():
 def build(task, text, context, seed=0, caption_id="t", image_id="9"):
     tokens = normalize_caption(text)
     rng = np.random.default_rng(seed)
-    return TASKS[task](caption_id, image_id, tokens, chunk(tokens), context, rng)
+    return TASKS[task].build(caption_id, image_id, tokens, chunk(tokens), context, rng)
 
 
-def test_eight_tasks_are_registered():
-    assert list(TASKS) == [
-        "switch_people",
-        "replace_person",
-        "replace_scene",
-        "share_person",
-        "share_scene",
-        "just_person",
-        "just_scene",
-        "just_scene_plus",
-    ]
+def test_eight_tasks_are_registered_with_their_rule_kind_and_pool():
+    expected = {
+        "switch_people": ("swap_people", PERSON, OWN_CAPTION),
+        "replace_person": ("replace_mention", PERSON, OWN_CAPTION),
+        "replace_scene": ("replace_mention", SCENE, OWN_CAPTION),
+        "share_person": ("share_head", PERSON, OTHER_CAPTIONS),
+        "share_scene": ("share_head", SCENE, OTHER_CAPTIONS),
+        "just_person": ("mention_alone", PERSON, OWN_CAPTION),
+        "just_scene": ("mention_alone", SCENE, OWN_CAPTION),
+        "just_scene_plus": ("mention_as_target", SCENE, OTHER_CAPTIONS),
+    }
+    described = {name: (task.rule.__name__, task.kind, task.pool) for name, task in TASKS.items()}
+    assert described == expected
+    assert list(TASKS) == list(expected)  # the order task_counts reports in
+    assert [name for name, task in TASKS.items() if task.target_is_mention] == ["just_scene_plus"]
 
 
 def test_switch_swaps_people_with_their_clothing_and_keeps_the_words(context):
@@ -113,7 +119,7 @@ def test_replace_scene_replaces_the_last_scene_by_an_unrelated_one(context):
     for seed in range(30):
         built = build("replace_scene", "a woman walking down the road", context, seed)
         assert built.distractor_text.startswith("a woman walking down ")
-        scene = main_chunk(chunk(built.distractor_text.split()), "scene")
+        scene = main_chunk(chunk(built.distractor_text.split()), SCENE)
         assert scene.lemma not in {"road", "street"}, built
 
 

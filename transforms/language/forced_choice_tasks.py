@@ -2,8 +2,10 @@
 
 Each task turns one target caption into two options, the target and one
 distractor (:class:`Constructed`), or a :class:`Refusal` carrying a short
-stable reason why it cannot (the pipeline counts every skip). Section 3 of
-the paper, task by task:
+stable reason why it cannot (the pipeline counts every skip). A :class:`Task`
+is its rule, the kind of mention the rule works on (person or scene) and where
+the distractor comes from (``pool``): the target's own caption, edited, or a
+caption of another image. Section 3 of the paper, task by task:
 
 - ``switch_people``: the caption's first two person mentions swapped, each
   with its modifiers and clothing ("a man in red holding a child" -> "a child
@@ -217,12 +219,51 @@ def main_chunk(chunks: Sequence[Chunk], kind: str) -> Chunk | None:
 
 
 Result = Constructed | Refusal
-Task = Callable[
-    [str, str, Sequence[str], Sequence[Chunk], TaskContext, np.random.Generator], Result
+# A task's construction rule: (task, caption id, image id, tokens, chunks, context, rng) -> Result.
+Rule = Callable[
+    ["Task", str, str, Sequence[str], Sequence[Chunk], TaskContext, np.random.Generator], Result
 ]
 
+# Where a task's distractor comes from (``Task.pool``).
+OWN_CAPTION = "own_caption"  # the target's own caption, edited (replacements: train mentions)
+OTHER_CAPTIONS = "other_captions"  # a caption of another image (the pipeline: of the same split)
 
-def switch_people(
+
+@dataclass(frozen=True)
+class Task:
+    """One forced-choice task: its construction rule, the mention kind the rule works on, and
+    where its distractor comes from. Nothing reads the name but the output (edits, the
+    ``--decoys`` value, seeds): what a task does is in these fields.
+
+    >>> REPLACE_SCENE.kind, REPLACE_SCENE.pool, REPLACE_SCENE.rule.__name__
+    ('scene', 'own_caption', 'replace_mention')
+    """
+
+    name: str  # the --decoys value, the prefix of its edits, part of each target's seed key
+    rule: Rule
+    kind: str  # PERSON or SCENE: the main mention the rule works on
+    pool: str  # OWN_CAPTION or OTHER_CAPTIONS
+
+    @property
+    def target_is_mention(self) -> bool:
+        """Whether the target option is the caption's main mention alone (just scene (+))."""
+        return self.rule is mention_as_target
+
+    def build(
+        self,
+        caption_id: str,
+        image_id: str,
+        tokens: Sequence[str],
+        chunks: Sequence[Chunk],
+        context: TaskContext,
+        rng: np.random.Generator,
+    ) -> Result:
+        """The item of one target caption, or why there is none."""
+        return self.rule(self, caption_id, image_id, tokens, chunks, context, rng)
+
+
+def swap_people(
+    task: Task,
     caption_id: str,
     image_id: str,
     tokens: Sequence[str],
@@ -231,9 +272,9 @@ def switch_people(
     rng: np.random.Generator,
 ) -> Result:
     """The first two person mentions swapped: "a man holding a child" -> "a child holding a man"."""
-    people = [found for found in chunks if found.kind == PERSON]
+    people = [found for found in chunks if found.kind == task.kind]
     if not people:
-        return Refusal("no_person_chunk")
+        return Refusal(f"no_{task.kind}_chunk")
     if len(people) == 1:
         return Refusal("one_person_only")
     first, second = people[0], people[1]
@@ -260,7 +301,7 @@ def switch_people(
         " ".join(switched),
         caption_id,
         image_id,
-        f"switch_people: {chunk_text(tokens, first)!r} <-> {chunk_text(tokens, second)!r}",
+        f"{task.name}: {chunk_text(tokens, first)!r} <-> {chunk_text(tokens, second)!r}",
     )
 
 
@@ -273,34 +314,32 @@ def _symmetric(between: tuple[str, ...]) -> bool:
     )
 
 
-def _replace(kind: str, task: str) -> Task:
-    def replace(
-        caption_id: str,
-        image_id: str,
-        tokens: Sequence[str],
-        chunks: Sequence[Chunk],
-        context: TaskContext,
-        rng: np.random.Generator,
-    ) -> Result:
-        original = main_chunk(chunks, kind)
-        if original is None:
-            return Refusal(f"no_{kind}_chunk")
-        replacement = draw_mention(context, original, rng)
-        if replacement is None:
-            return Refusal("no_replacement")
-        before = chunk_text(tokens, original)
-        edited = [*tokens[: original.start], replacement, *tokens[original.end :]]
-        return Constructed(
-            " ".join(tokens),
-            "",
-            " ".join(edited),
-            caption_id,
-            image_id,
-            f"{task}: {before!r} -> {replacement!r}",
-        )
-
-    replace.__doc__ = f"The main {kind} mention replaced by a train one with an unrelated head."
-    return replace
+def replace_mention(
+    task: Task,
+    caption_id: str,
+    image_id: str,
+    tokens: Sequence[str],
+    chunks: Sequence[Chunk],
+    context: TaskContext,
+    rng: np.random.Generator,
+) -> Result:
+    """The main mention replaced by a train one with an unrelated head."""
+    original = main_chunk(chunks, task.kind)
+    if original is None:
+        return Refusal(f"no_{task.kind}_chunk")
+    replacement = draw_mention(context, original, rng)
+    if replacement is None:
+        return Refusal("no_replacement")
+    before = chunk_text(tokens, original)
+    edited = [*tokens[: original.start], replacement, *tokens[original.end :]]
+    return Constructed(
+        " ".join(tokens),
+        "",
+        " ".join(edited),
+        caption_id,
+        image_id,
+        f"{task.name}: {before!r} -> {replacement!r}",
+    )
 
 
 def draw_mention(context: TaskContext, original: Chunk, rng: np.random.Generator) -> str | None:
@@ -344,51 +383,8 @@ def other_image_caption(
     return others[int(rng.integers(len(others)))] if others else None
 
 
-def _share(kind: str) -> Task:
-    def share(
-        caption_id: str,
-        image_id: str,
-        tokens: Sequence[str],
-        chunks: Sequence[Chunk],
-        context: TaskContext,
-        rng: np.random.Generator,
-    ) -> Result:
-        main = main_chunk(chunks, kind)
-        if main is None:
-            return Refusal(f"no_{kind}_chunk")
-        other = other_image_caption(context, kind, main.lemma, image_id, rng)
-        if other is None:
-            return Refusal("no_other_image")
-        return Constructed(" ".join(tokens), "", other.text, other.caption_id, other.image_id, "")
-
-    share.__doc__ = f"A train caption of another image with the same main {kind} head."
-    return share
-
-
-def _just(kind: str, task: str) -> Task:
-    def just(
-        caption_id: str,
-        image_id: str,
-        tokens: Sequence[str],
-        chunks: Sequence[Chunk],
-        context: TaskContext,
-        rng: np.random.Generator,
-    ) -> Result:
-        main = main_chunk(chunks, kind)
-        if main is None:
-            return Refusal(f"no_{kind}_chunk")
-        if main.end - main.start == len(tokens):
-            return Refusal("chunk_is_caption")
-        text = chunk_text(tokens, main)
-        return Constructed(
-            " ".join(tokens), "", text, caption_id, image_id, f"{task}: {text!r} alone"
-        )
-
-    just.__doc__ = f"The caption's own main {kind} mention alone."
-    return just
-
-
-def just_scene_plus(
+def share_head(
+    task: Task,
     caption_id: str,
     image_id: str,
     tokens: Sequence[str],
@@ -396,19 +392,59 @@ def just_scene_plus(
     context: TaskContext,
     rng: np.random.Generator,
 ) -> Result:
-    """The scene mention alone is the target; a caption of another image with its head is not."""
-    main = main_chunk(chunks, SCENE)
+    """A train caption of another image with the same main mention head."""
+    main = main_chunk(chunks, task.kind)
     if main is None:
-        return Refusal("no_scene_chunk")
+        return Refusal(f"no_{task.kind}_chunk")
+    other = other_image_caption(context, task.kind, main.lemma, image_id, rng)
+    if other is None:
+        return Refusal("no_other_image")
+    return Constructed(" ".join(tokens), "", other.text, other.caption_id, other.image_id, "")
+
+
+def mention_alone(
+    task: Task,
+    caption_id: str,
+    image_id: str,
+    tokens: Sequence[str],
+    chunks: Sequence[Chunk],
+    context: TaskContext,
+    rng: np.random.Generator,
+) -> Result:
+    """The caption's own main mention alone."""
+    main = main_chunk(chunks, task.kind)
+    if main is None:
+        return Refusal(f"no_{task.kind}_chunk")
     if main.end - main.start == len(tokens):
         return Refusal("chunk_is_caption")
-    other = other_image_caption(context, SCENE, main.lemma, image_id, rng)
+    text = chunk_text(tokens, main)
+    return Constructed(
+        " ".join(tokens), "", text, caption_id, image_id, f"{task.name}: {text!r} alone"
+    )
+
+
+def mention_as_target(
+    task: Task,
+    caption_id: str,
+    image_id: str,
+    tokens: Sequence[str],
+    chunks: Sequence[Chunk],
+    context: TaskContext,
+    rng: np.random.Generator,
+) -> Result:
+    """The main mention alone is the target; a caption of another image with its head is not."""
+    main = main_chunk(chunks, task.kind)
+    if main is None:
+        return Refusal(f"no_{task.kind}_chunk")
+    if main.end - main.start == len(tokens):
+        return Refusal("chunk_is_caption")
+    other = other_image_caption(context, task.kind, main.lemma, image_id, rng)
     if other is None:
         return Refusal("no_other_image")
     text = chunk_text(tokens, main)
     return Constructed(
         text,
-        f"just_scene_plus: {text!r} alone",
+        f"{task.name}: {text!r} alone",
         other.text,
         other.caption_id,
         other.image_id,
@@ -416,15 +452,27 @@ def just_scene_plus(
     )
 
 
+SWITCH_PEOPLE = Task("switch_people", swap_people, PERSON, OWN_CAPTION)
+REPLACE_PERSON = Task("replace_person", replace_mention, PERSON, OWN_CAPTION)
+REPLACE_SCENE = Task("replace_scene", replace_mention, SCENE, OWN_CAPTION)
+SHARE_PERSON = Task("share_person", share_head, PERSON, OTHER_CAPTIONS)
+SHARE_SCENE = Task("share_scene", share_head, SCENE, OTHER_CAPTIONS)
+JUST_PERSON = Task("just_person", mention_alone, PERSON, OWN_CAPTION)
+JUST_SCENE = Task("just_scene", mention_alone, SCENE, OWN_CAPTION)
+JUST_SCENE_PLUS = Task("just_scene_plus", mention_as_target, SCENE, OTHER_CAPTIONS)
+
 TASKS: dict[str, Task] = {
-    "switch_people": switch_people,
-    "replace_person": _replace(PERSON, "replace_person"),
-    "replace_scene": _replace(SCENE, "replace_scene"),
-    "share_person": _share(PERSON),
-    "share_scene": _share(SCENE),
-    "just_person": _just(PERSON, "just_person"),
-    "just_scene": _just(SCENE, "just_scene"),
-    "just_scene_plus": just_scene_plus,
+    task.name: task
+    for task in (
+        SWITCH_PEOPLE,
+        REPLACE_PERSON,
+        REPLACE_SCENE,
+        SHARE_PERSON,
+        SHARE_SCENE,
+        JUST_PERSON,
+        JUST_SCENE,
+        JUST_SCENE_PLUS,
+    )
 }
 
 
@@ -440,7 +488,7 @@ def task_counts(
         chunks = chunk(tokens)
         for name, task in TASKS.items():
             rng = keyed_rng(seed, f"{name} {caption_id}")
-            result = task(str(caption_id), str(image_id), tokens, chunks, context, rng)
+            result = task.build(str(caption_id), str(image_id), tokens, chunks, context, rng)
             counts[name]["built" if isinstance(result, Constructed) else result.reason] += 1
     return counts
 

@@ -1,11 +1,11 @@
 """Hodosh & Hockenmaier 2016's forced-choice tasks as decoy strategies: target + one distractor.
 
 Each task is a strategy of its own (``--decoys switch_people`` ...); what they
-share is here, the language of each (chunks, the edits, which training caption
-or chunk is taken) is in :mod:`transforms.language.forced_choice_tasks`. Replacement
-mentions and head co-occurrence come from the train split, as in the paper.
-Distractors that are whole captions (share person, share scene, just scene
-(+)) come from the target's own split (``own_split``), where the paper took
+share is here, the language of each (its ``Task``: the rule, the mention kind,
+where the distractor comes from) is in :mod:`transforms.language.forced_choice_tasks`.
+Replacement mentions and head co-occurrence come from the train split, as in the
+paper. Distractors that are whole captions (share person, share scene, just scene
+(+): ``pool`` ``OTHER_CAPTIONS``) come from the target's own split, where the paper took
 training captions: a dev or test target is never a training caption, so a
 training distractor would give it away to any model that remembers the train
 split (on COCO val2017 the novelty guess got 99% on share_person that way).
@@ -36,7 +36,22 @@ from transforms.corpus.split import SPLITS
 from transforms.corpus.store import Corpus, load_corpus
 from transforms.corpus.surface import sim_surf_batch
 from transforms.language.chunker import chunk
-from transforms.language.forced_choice_tasks import TASKS, Constructed, Refusal, Result, TaskContext
+from transforms.language.forced_choice_tasks import (
+    JUST_PERSON,
+    JUST_SCENE,
+    JUST_SCENE_PLUS,
+    OTHER_CAPTIONS,
+    REPLACE_PERSON,
+    REPLACE_SCENE,
+    SHARE_PERSON,
+    SHARE_SCENE,
+    SWITCH_PEOPLE,
+    Constructed,
+    Refusal,
+    Result,
+    Task,
+    TaskContext,
+)
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_rng
 from transforms.strategies.base import DecoyStrategy, StrategyConfig
@@ -101,7 +116,7 @@ def copies_an_image_caption(corpus: Corpus, target: int, text: str) -> bool:
 
 
 class _Construct(beam.DoFn):
-    def __init__(self, task: str, sources: SharedTasks, config: StrategyConfig):
+    def __init__(self, task: Task, sources: SharedTasks, config: StrategyConfig):
         self._task, self._sources, self._seed = task, sources, config.seed
         self._lam, self._rules = config.score_lambda, config.rules
         self._scratch = self._progress = self._rejections = None
@@ -124,9 +139,9 @@ class _Construct(beam.DoFn):
     def _construct(self, sources: TaskSources, row: int) -> Result:
         caption = sources.corpus.caption(row)
         tokens = caption.text.split()
-        rng = keyed_rng(self._seed, f"{self._task} {caption.caption_id}")
+        rng = keyed_rng(self._seed, f"{self._task.name} {caption.caption_id}")
         context = sources.contexts.get(caption.split) or sources.contexts["train"]
-        return TASKS[self._task](
+        return self._task.build(
             caption.caption_id, caption.image_id, tokens, chunk(tokens), context, rng
         )
 
@@ -208,10 +223,11 @@ class ForcedChoice(DecoyStrategy):
     pools = ("all",)
     references = ("hodosh2016",)
     invariants = ("forced_choice",)
-    task: ClassVar[str]  # a key of transforms.language.forced_choice_tasks.TASKS
-    own_split: ClassVar[bool] = False  # whole-caption distractors come from the target's split
+    task: ClassVar[Task]  # its rule, mention kind and distractor pool
 
     def expand(self, corpus_ref):
+        # A whole-caption distractor comes from the target's own split (module docstring).
+        own_split = self.task.pool == OTHER_CAPTIONS
         return (
             corpus_ref
             | "Shards" >> beam.FlatMap(shard_ranges, shard_size=self.config.shard_size)
@@ -220,7 +236,7 @@ class ForcedChoice(DecoyStrategy):
             >> beam.ParDo(
                 _Construct(
                     self.task,
-                    SharedTasks(Shared(), self.config.cooccurrence_images, self.own_split),
+                    SharedTasks(Shared(), self.config.cooccurrence_images, own_split),
                     self.config,
                 )
             ).with_outputs(SKIPPED, main="selections")
@@ -235,7 +251,8 @@ EDIT_LIMITATION = (
 
 
 class SwitchPeople(ForcedChoice):
-    name = task = "switch_people"
+    task = SWITCH_PEOPLE
+    name = task.name
     summary = "Hodosh et al.: the caption with its two person mentions swapped (same words)"
     limitations = EDIT_LIMITATION + (
         "Only captions with two person mentions of the same number qualify; symmetric "
@@ -244,13 +261,15 @@ class SwitchPeople(ForcedChoice):
 
 
 class ReplacePerson(ForcedChoice):
-    name = task = "replace_person"
+    task = REPLACE_PERSON
+    name = task.name
     summary = "Hodosh et al.: the caption with its main person mention replaced by a training one"
     limitations = EDIT_LIMITATION
 
 
 class ReplaceScene(ForcedChoice):
-    name = task = "replace_scene"
+    task = REPLACE_SCENE
+    name = task.name
     summary = (
         "Hodosh et al.: the caption with its scene replaced by a training scene whose head "
         "never co-occurs with the original's"
@@ -259,8 +278,8 @@ class ReplaceScene(ForcedChoice):
 
 
 class SharePerson(ForcedChoice):
-    name = task = "share_person"
-    own_split = True
+    task = SHARE_PERSON
+    name = task.name
     summary = "Hodosh et al.: a caption of another image of the split with the same person head"
     limitations = (
         "The distractor shares the target's person head word, so it may also fit the image."
@@ -268,8 +287,8 @@ class SharePerson(ForcedChoice):
 
 
 class ShareScene(ForcedChoice):
-    name = task = "share_scene"
-    own_split = True
+    task = SHARE_SCENE
+    name = task.name
     summary = "Hodosh et al.: a caption of another image of the split with the same scene head"
     limitations = (
         "The distractor shares the target's scene head word, so it may also fit the image."
@@ -277,7 +296,8 @@ class ShareScene(ForcedChoice):
 
 
 class JustPerson(ForcedChoice):
-    name = task = "just_person"
+    task = JUST_PERSON
+    name = task.name
     summary = "Hodosh et al.: the caption's own person mention alone (a correct but shorter text)"
     limitations = (
         "The distractor is a substring of the target: any model preferring longer texts "
@@ -286,14 +306,15 @@ class JustPerson(ForcedChoice):
 
 
 class JustScene(ForcedChoice):
-    name = task = "just_scene"
+    task = JUST_SCENE
+    name = task.name
     summary = "Hodosh et al.: the caption's own scene mention alone (a correct but shorter text)"
     limitations = JustPerson.limitations
 
 
 class JustScenePlus(ForcedChoice):
-    name = task = "just_scene_plus"
-    own_split = True
+    task = JUST_SCENE_PLUS
+    name = task.name
     summary = (
         "Hodosh et al.'s just scene (+): the target is the caption's scene mention alone, the "
         "distractor a caption of another image of the split with the same scene head"
