@@ -219,10 +219,18 @@ def main_chunk(chunks: Sequence[Chunk], kind: str) -> Chunk | None:
 
 
 Result = Constructed | Refusal
-# A task's construction rule: (task, caption id, image id, tokens, chunks, context, rng) -> Result.
-Rule = Callable[
-    ["Task", str, str, Sequence[str], Sequence[Chunk], TaskContext, np.random.Generator], Result
-]
+# A task's construction rule: (the task, its target caption, context, rng) -> item or refusal.
+Rule = Callable[["Task", "Target", TaskContext, np.random.Generator], Result]
+
+
+class Target(NamedTuple):
+    """The caption a task builds its item from: its ids, normalised tokens and their chunks."""
+
+    caption_id: str
+    image_id: str
+    tokens: Sequence[str]
+    chunks: Sequence[Chunk]
+
 
 # Where a task's distractor comes from (``Task.pool``).
 OWN_CAPTION = "own_caption"  # the target's own caption, edited (replacements: train mentions)
@@ -259,19 +267,25 @@ class Task:
         rng: np.random.Generator,
     ) -> Result:
         """The item of one target caption, or why there is none."""
-        return self.rule(self, caption_id, image_id, tokens, chunks, context, rng)
+        return self.rule(self, Target(caption_id, image_id, tokens, chunks), context, rng)
+
+
+def main_mention(task: Task, target: Target, part: bool = False) -> Chunk | Refusal:
+    """The target's main mention of the task's kind (:func:`main_chunk`); with ``part``, only
+    when the caption says more than the mention."""
+    main = main_chunk(target.chunks, task.kind)
+    if main is None:
+        return Refusal(f"no_{task.kind}_chunk")
+    if part and main.end - main.start == len(target.tokens):
+        return Refusal("chunk_is_caption")
+    return main
 
 
 def swap_people(
-    task: Task,
-    caption_id: str,
-    image_id: str,
-    tokens: Sequence[str],
-    chunks: Sequence[Chunk],
-    context: TaskContext,
-    rng: np.random.Generator,
+    task: Task, target: Target, context: TaskContext, rng: np.random.Generator
 ) -> Result:
     """The first two person mentions swapped: "a man holding a child" -> "a child holding a man"."""
+    caption_id, image_id, tokens, chunks = target
     people = [found for found in chunks if found.kind == task.kind]
     if not people:
         return Refusal(f"no_{task.kind}_chunk")
@@ -315,18 +329,13 @@ def _symmetric(between: tuple[str, ...]) -> bool:
 
 
 def replace_mention(
-    task: Task,
-    caption_id: str,
-    image_id: str,
-    tokens: Sequence[str],
-    chunks: Sequence[Chunk],
-    context: TaskContext,
-    rng: np.random.Generator,
+    task: Task, target: Target, context: TaskContext, rng: np.random.Generator
 ) -> Result:
     """The main mention replaced by a train one with an unrelated head."""
-    original = main_chunk(chunks, task.kind)
-    if original is None:
-        return Refusal(f"no_{task.kind}_chunk")
+    caption_id, image_id, tokens, _ = target
+    original = main_mention(task, target)
+    if isinstance(original, Refusal):
+        return original
     replacement = draw_mention(context, original, rng)
     if replacement is None:
         return Refusal("no_replacement")
@@ -384,18 +393,13 @@ def other_image_caption(
 
 
 def share_head(
-    task: Task,
-    caption_id: str,
-    image_id: str,
-    tokens: Sequence[str],
-    chunks: Sequence[Chunk],
-    context: TaskContext,
-    rng: np.random.Generator,
+    task: Task, target: Target, context: TaskContext, rng: np.random.Generator
 ) -> Result:
     """A train caption of another image with the same main mention head."""
-    main = main_chunk(chunks, task.kind)
-    if main is None:
-        return Refusal(f"no_{task.kind}_chunk")
+    _, image_id, tokens, _ = target
+    main = main_mention(task, target)
+    if isinstance(main, Refusal):
+        return main
     other = other_image_caption(context, task.kind, main.lemma, image_id, rng)
     if other is None:
         return Refusal("no_other_image")
@@ -403,20 +407,13 @@ def share_head(
 
 
 def mention_alone(
-    task: Task,
-    caption_id: str,
-    image_id: str,
-    tokens: Sequence[str],
-    chunks: Sequence[Chunk],
-    context: TaskContext,
-    rng: np.random.Generator,
+    task: Task, target: Target, context: TaskContext, rng: np.random.Generator
 ) -> Result:
     """The caption's own main mention alone."""
-    main = main_chunk(chunks, task.kind)
-    if main is None:
-        return Refusal(f"no_{task.kind}_chunk")
-    if main.end - main.start == len(tokens):
-        return Refusal("chunk_is_caption")
+    caption_id, image_id, tokens, _ = target
+    main = main_mention(task, target, part=True)
+    if isinstance(main, Refusal):
+        return main
     text = chunk_text(tokens, main)
     return Constructed(
         " ".join(tokens), "", text, caption_id, image_id, f"{task.name}: {text!r} alone"
@@ -424,20 +421,13 @@ def mention_alone(
 
 
 def mention_as_target(
-    task: Task,
-    caption_id: str,
-    image_id: str,
-    tokens: Sequence[str],
-    chunks: Sequence[Chunk],
-    context: TaskContext,
-    rng: np.random.Generator,
+    task: Task, target: Target, context: TaskContext, rng: np.random.Generator
 ) -> Result:
     """The main mention alone is the target; a caption of another image with its head is not."""
-    main = main_chunk(chunks, task.kind)
-    if main is None:
-        return Refusal(f"no_{task.kind}_chunk")
-    if main.end - main.start == len(tokens):
-        return Refusal("chunk_is_caption")
+    _, image_id, tokens, _ = target
+    main = main_mention(task, target, part=True)
+    if isinstance(main, Refusal):
+        return main
     other = other_image_caption(context, task.kind, main.lemma, image_id, rng)
     if other is None:
         return Refusal("no_other_image")
