@@ -9,9 +9,10 @@ differs between two runs of the same code is normalised first, file by file:
 
 - ``manifest.json``: its creation time, the code's commit and package versions, the
   ``*_ms`` timing counters, the temporary input and output paths, and the listed
-  size and sha256 of the PV model (whose content is checked normalised, below);
-- ``_COMPLETE``: its completion time;
-- ``pv/doc2vec.model``: gensim's lifecycle log (times, paths, platform) and training time.
+  size and sha256 of the two files below (whose content is checked normalised);
+- ``README.md`` (the version's card): the Python and package versions it names;
+- ``pv/doc2vec.model``: gensim's lifecycle log (times, paths, platform) and training time;
+- ``_COMPLETE``: its completion time.
 
 When a change to the outputs is intended, regenerate the golden file and commit it
 with the change that explains it::
@@ -25,10 +26,13 @@ import os
 import pickle
 from collections.abc import Callable
 
-from pipelines.versions import COMPLETE_FILE, MANIFEST_FILE
+from pipelines.versions import COMPLETE_FILE, MANIFEST_FILE, read_manifest
+from transforms.report.card import CARD_FILE
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "synthetic_outputs.json")
 MODEL_FILE = "pv/doc2vec.model"
+# Files normalised below, whose size and sha256 in the manifest are then normalised too.
+RUN_DEPENDENT = (CARD_FILE, MODEL_FILE)
 NORMALISED = "<normalised>"
 
 
@@ -49,15 +53,15 @@ def relocated(value, places: dict[str, str]):
 
 
 def normalised_manifest(manifest: dict) -> dict:
-    """The manifest without the run's time, code identity, timings and the model's checksum
-    and size (its log's paths and times vary in length)."""
+    """The manifest without the run's time, code identity, timings, and the size and checksum
+    of the files that name the code or the run (a model's log: paths and times)."""
     metrics = {
         name: NORMALISED if name.endswith("_ms") else count
         for name, count in manifest["metrics"].items()
     }
     files = [
         {**entry, "bytes": NORMALISED, "sha256": NORMALISED}
-        if entry["path"] == MODEL_FILE
+        if entry["path"] in RUN_DEPENDENT
         else entry
         for entry in manifest["files"]
     ]
@@ -72,6 +76,23 @@ def normalised_manifest(manifest: dict) -> dict:
 
 def normalised_marker(marker: dict) -> dict:
     return {**marker, "completed": NORMALISED}
+
+
+def card_normaliser(code: dict):
+    """The card without the Python and package versions the manifest's ``code`` records."""
+    named = {f"Python {code['python']}": "Python <version>"}
+    named |= {
+        f"{package} {version}": f"{package} <version>"
+        for package, version in code["versions"].items()
+    }
+
+    def normaliser(data: bytes) -> bytes:
+        text = data.decode("utf-8")
+        for written, normalised in named.items():
+            text = text.replace(written, normalised)
+        return text.encode("utf-8")
+
+    return normaliser
 
 
 def normalised_model(data: bytes) -> bytes:
@@ -97,12 +118,15 @@ def json_normaliser(normalise: Callable[[dict], dict], places: dict[str, str]):
     return normaliser
 
 
-def normalisers(version: str, places: dict[str, str]) -> dict[str, Callable[[bytes], bytes]]:
+def normalisers(
+    version: str, code: dict, places: dict[str, str]
+) -> dict[str, Callable[[bytes], bytes]]:
     """Path under the output -> what makes that file's bytes the same on every run."""
     return {
         f"{version}/{MANIFEST_FILE}": json_normaliser(normalised_manifest, places),
-        f"{version}/{COMPLETE_FILE}": json_normaliser(normalised_marker, places),
+        f"{version}/{CARD_FILE}": card_normaliser(code),
         f"{version}/{MODEL_FILE}": normalised_model,
+        f"{version}/{COMPLETE_FILE}": json_normaliser(normalised_marker, places),
     }
 
 
@@ -146,7 +170,8 @@ def test_the_synthetic_default_run_writes_the_golden_outputs(closed_sets_dataset
     root = os.path.dirname(os.path.dirname(directory))  # OUTPUT/versions/<version>
     places = {root: "<output>", os.path.dirname(options.input): "<input>"}
     version = os.path.relpath(directory, root)
-    found = output_hashes(root, normalisers(version, places))
+    code = read_manifest(directory)["code"]
+    found = output_hashes(root, normalisers(version, code, places))
     if os.environ.get("UPDATE_GOLDEN"):
         os.makedirs(os.path.dirname(GOLDEN), exist_ok=True)
         with open(GOLDEN, "w", encoding="utf-8") as handle:
