@@ -58,7 +58,7 @@ from transforms.dataset.statistics import (
     table_one,
     unaccounted,
 )
-from transforms.dataset.write import WriteInstances
+from transforms.dataset.write import WriteInstances, records_written
 from transforms.errors import InputError
 from transforms.files import check_location, check_writable, read_file, write_file, write_json
 from transforms.report.card import CARD_FILE, version_card
@@ -226,7 +226,7 @@ def generate(
         FileSystems.join(options.output, FEATURE_SPEC_FILE),
         tfrecord_feature_spec(STRATEGIES[options.decoys].num_options),
     )
-    manifest["files"] = checked_inventory(options.output, metrics)
+    manifest["files"] = checked_inventory(options.output, records_written(metrics))
     write_json(FileSystems.join(options.output, MANIFEST_FILE), manifest)
     version = publish(root, version, {"instances": statistics["total"]["instances"]})
     return Generated(version, statistics, up_to_date=False)

@@ -55,7 +55,7 @@ from pipelines.versions import (
 )
 from schemas.layout import PARQUET, shard_pattern
 from transforms.dataset.statistics import compute_statistics, read_written
-from transforms.dataset.write import instance_formats, shard_path
+from transforms.dataset.write import instance_formats, records_written, shard_path
 from transforms.errors import InputError
 from transforms.files import (
     check_location,
@@ -471,7 +471,7 @@ def filter_version(options: RateFilterOptions) -> str:
     write_card(directory, manifest, statistics)
     card = FileSystems.join(directory, CARD_FILE)
     write_file(card, read_file(card) + filter_card_section(human_filter).encode("utf-8"))
-    manifest["files"] = checked_inventory(directory, counters)
+    manifest["files"] = checked_inventory(directory, records_written(counters))
     write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)
     publish(
         options.output,

@@ -37,7 +37,6 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import LOCK_FILE
 from schemas.layout import SHARD_NAME
-from transforms.dataset.write import records_counter
 from transforms.errors import InputError
 from transforms.files import list_files, read_file, write_file
 from transforms.report.card import CARD_FILE, root_card
@@ -126,14 +125,13 @@ def inventory(directory: str) -> list[dict]:
     return [describe_file(directory, path) for path in version_paths(directory)]
 
 
-def count_problems(files: list[dict], counters: dict[str, int]) -> list[str]:
-    """Where the written shards disagree with the pipeline's counts of what it wrote.
+def count_problems(files: list[dict], records: dict[str, int]) -> list[str]:
+    """Where the written shards disagree with the records their producer says it wrote.
 
     Every shard of every format must be there, and each format's shards named
-    ``<name>-*`` must hold the records the pipeline counted into them
-    (``write/records_<name>``).
+    ``<name>-*`` must hold ``records[name]`` records.
     """
-    records: dict[tuple[str, str, str], int] = defaultdict(int)
+    found: dict[tuple[str, str, str], int] = defaultdict(int)
     shards: dict[tuple[str, str, str], set[int]] = defaultdict(set)
     expected: dict[tuple[str, str, str], int] = {}
     for entry in files:
@@ -141,28 +139,28 @@ def count_problems(files: list[dict], counters: dict[str, int]) -> list[str]:
         if match is None:
             continue
         key = (match["dir"], match["prefix"], match["suffix"])
-        records[key] += entry["records"] or 0
+        found[key] += entry["records"] or 0
         shards[key].add(int(match["shard"]))
         expected[key] = int(match["of"])
     problems = []
-    for (directory, name, suffix), count in sorted(records.items()):
+    for (directory, name, suffix), count in sorted(found.items()):
         pattern = f"{directory}/{name}-*{suffix}"
         missing = set(range(expected[directory, name, suffix])) - shards[directory, name, suffix]
         if missing:
             problems.append(f"{pattern}: shards {sorted(missing)} missing")
-        counted = counters.get(f"write/{records_counter(name)}", 0)
-        if count != counted:
-            problems.append(f"{pattern}: {count} records, the pipeline wrote {counted}")
+        if count != (written := records.get(name, 0)):
+            problems.append(f"{pattern}: {count} records, {written} were written")
     return problems
 
 
-def checked_inventory(directory: str, counters: dict[str, int]) -> list[dict]:
-    """The version's files for its manifest, after checking them against the pipeline's counts."""
+def checked_inventory(directory: str, records: dict[str, int]) -> list[dict]:
+    """The version's files for its manifest, after checking them against ``records``: the
+    records written per shard name."""
     files = inventory(directory)
-    problems = count_problems(files, counters)
+    problems = count_problems(files, records)
     if problems:
         raise RuntimeError(
-            f"{directory}: the written files do not match what the pipeline wrote ("
+            f"{directory}: the files do not hold what was written ("
             + "; ".join(problems)
             + "): not marking the version complete"
         )

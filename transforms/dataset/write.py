@@ -122,6 +122,18 @@ def records_counter(name: str) -> str:
     return f"records_{name}"
 
 
+def records_written(counters: dict[str, int]) -> dict[str, int]:
+    """Records written per shard name, from a run's counters: what its shards must hold.
+
+    >>> records_written({"write/records_dev": 3, "write/shards": 2, "corpus/captions": 9})
+    {'dev': 3}
+    """
+    prefix = f"write/{records_counter('')}"
+    return {
+        name[len(prefix) :]: count for name, count in counters.items() if name.startswith(prefix)
+    }
+
+
 class WriteShards(beam.PTransform):
     """Records -> every shard file of every format (empty shards included); emits the paths.
 
