@@ -21,26 +21,21 @@ import json
 import logging
 import sys
 from dataclasses import dataclass
+from functools import partial
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.claims import claimed
+from pipelines.lifecycle import STATISTICS_FILE, Produced, write_version
 from pipelines.manifest import build_manifest, file_checksum
 from pipelines.optimize import REPORT_FILE, SEARCH_DIRECTORY, run_search
 from pipelines.options import Command, GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.versions import (
     LATEST_FILE,
-    MANIFEST_FILE,
     Version,
-    checked_inventory,
-    clear_incomplete,
-    content_options,
-    is_complete,
     plan_version,
     point_latest,
-    publish,
     verify_version,
     version_name,
 )
@@ -51,26 +46,15 @@ from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.read import check_distinct_contents, expand_inputs
 from transforms.corpus.store import TrainParagraphVectors
 from transforms.dataset.instances import BuildInstances
-from transforms.dataset.statistics import (
-    WriteSkips,
-    compute_statistics,
-    read_written,
-    table_one,
-    unaccounted,
-)
+from transforms.dataset.statistics import WriteSkips, table_one
 from transforms.dataset.write import WriteInstances, records_written
 from transforms.errors import InputError
-from transforms.files import check_location, check_writable, read_file, write_file, write_json
-from transforms.report.card import CARD_FILE, version_card
-from transforms.report.plots import dataset_plots
+from transforms.files import check_location, check_writable, read_file, write_json
 from transforms.search.optimize import report_table
 from transforms.strategies.adversarial import REPORT_FILE as ADVERSARIAL_FILE
 from transforms.strategies.adversarial import AdversarialFilter
 from transforms.strategies.registry import STRATEGIES
-from transforms.trainer.dataset_audit import audit_dataset
 from transforms.trainer.metrics import metrics_table
-
-STATISTICS_FILE = "statistics.json"
 
 
 def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
@@ -156,8 +140,9 @@ def up_to_date(output: str, version: Version) -> Generated:
 def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generated:
     """Generates OUTPUT/versions/<version>/ unless a completed one exists; publishes it last.
 
-    The version is claimed (:mod:`pipelines.claims`) before anything in it is
-    cleared or written; another run holding it stops this one with an InputError.
+    The version is written by :func:`pipelines.lifecycle.write_version`, which claims it
+    before anything in it is cleared or written; another run holding it stops this one
+    with an InputError.
     """
     options.validate()
     beam_args = beam_args or []
@@ -168,11 +153,12 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     version = plan_version(options.output, version_name(options, checksums), force=options.force)
     if version.complete:
         return up_to_date(options.output, version)
-    with claimed(version.directory):
-        if is_complete(version.directory):  # another run completed it meanwhile
-            return up_to_date(options.output, dataclasses.replace(version, complete=True))
-        clear_incomplete(version)
-        return generate(options, beam_args, inputs, checksums, version)
+    published = write_version(
+        options.output, version, partial(generate, options, beam_args, inputs, checksums)
+    )
+    if published is None:  # another run completed it meanwhile
+        return up_to_date(options.output, dataclasses.replace(version, complete=True))
+    return Generated(published.version, published.statistics, up_to_date=False)
 
 
 def generate(
@@ -180,17 +166,17 @@ def generate(
     beam_args: list[str],
     inputs: list[str],
     checksums: list[dict],
-    version: Version,
-) -> Generated:
-    """Writes the claimed, empty ``version``: the pipeline, statistics, manifest, marker."""
-    root, options = options.output, dataclasses.replace(options, output=version.directory)
+    directory: str,
+) -> Produced:
+    """Writes the claimed, empty version ``directory``: the search, the pipeline's records."""
+    options = dataclasses.replace(options, output=directory)
     search = None
     if options.optimize:
         report = run_search(options, beam_args)
         logging.info("hyper-parameter search:\n%s", report_table(report))
         options = with_search_winners(options, report)
         search = {
-            "report": FileSystems.join(options.output, SEARCH_DIRECTORY, REPORT_FILE),
+            "report": FileSystems.join(directory, SEARCH_DIRECTORY, REPORT_FILE),
             "chosen": {
                 "pv_dim": options.pv_dim,
                 "pv_epochs": options.pv_epochs,
@@ -201,48 +187,30 @@ def generate(
     pipeline = local_or_given_runner(beam_args)
     build_pipeline(pipeline, options, inputs)
     metrics = run_to_completion(pipeline)
-    statistics = compute_statistics(*read_written(options.output), metrics)
-    missing = unaccounted(statistics)
-    if missing:  # never published: a dataset that silently lost captions is worse than none
-        raise RuntimeError(
-            f"{options.output}: {missing} captions are neither the target of an instance nor "
-            "skipped; the version is left incomplete (a bug: please report it)"
-        )
-    report = STRATEGIES[options.decoys].report(options.output)
-    if report:
-        statistics["strategy"] = report
-    statistics["text_only_audit"] = audit_dataset(
-        options.output, options.audit_config(options.output)
-    )
-    if options.adversarial_rounds:  # the filter's report, as written (before and after per split)
-        report = read_file(FileSystems.join(options.output, ADVERSARIAL_FILE))
-        statistics["adversarial_filtering"] = json.loads(report)
-    write_json(FileSystems.join(options.output, STATISTICS_FILE), statistics)
-    manifest = build_manifest(
-        options, version.name, checksums, beam_args, statistics, metrics, search
-    )
-    write_card(options.output, manifest, statistics)
     write_json(
-        FileSystems.join(options.output, FEATURE_SPEC_FILE),
+        FileSystems.join(directory, FEATURE_SPEC_FILE),
         tfrecord_feature_spec(STRATEGIES[options.decoys].num_options),
     )
-    manifest["files"] = checked_inventory(options.output, records_written(metrics))
-    write_json(FileSystems.join(options.output, MANIFEST_FILE), manifest)
-    version = publish(root, version, {"instances": statistics["total"]["instances"]})
-    return Generated(version, statistics, up_to_date=False)
-
-
-def write_card(directory: str, manifest: dict, statistics: dict) -> None:
-    """The dataset card and the plots it shows, beside it: part of the version's files."""
-    plots = dataset_plots(statistics)
-    for name, (_, png) in plots.items():
-        write_file(FileSystems.join(directory, name), png)
-    card = version_card(
-        {**manifest, "options": content_options(manifest["options"])},
-        statistics,
-        {name: caption for name, (caption, _) in plots.items()},
+    return Produced(
+        records=records_written(metrics),
+        counters=metrics,
+        manifest=build_manifest(options, checksums, beam_args, search),
+        audit=options.audit_config(directory),
+        statistics=strategy_sections(options),
     )
-    write_file(FileSystems.join(directory, CARD_FILE), card.encode("utf-8"))
+
+
+def strategy_sections(options: GenerateOptions) -> dict:
+    """What statistics.json adds about the decoys: the strategy's report, the adversarial
+    filter's (before and after per split, as written)."""
+    sections = {}
+    report = STRATEGIES[options.decoys].report(options.output)
+    if report:
+        sections["strategy"] = report
+    if options.adversarial_rounds:
+        report = read_file(FileSystems.join(options.output, ADVERSARIAL_FILE))
+        sections["adversarial_filtering"] = json.loads(report)
+    return sections
 
 
 def summary(generated: Generated, output: str) -> str:

@@ -1,11 +1,10 @@
-"""The run manifest: what was run on what, written after everything else."""
+"""The run manifest: what was run on what (pipelines.lifecycle completes and writes it)."""
 
 import dataclasses
 import hashlib
 import importlib.metadata
 import platform
 import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 
 from apache_beam.io.filesystems import FileSystems
@@ -46,18 +45,12 @@ def _git_commit() -> str | None:
 
 
 def build_manifest(
-    options,
-    version: str,
-    checksums: list[dict],
-    beam_args: list[str],
-    statistics: dict,
-    counters: dict[str, int],
-    search: dict | None,
+    options, checksums: list[dict], beam_args: list[str], search: dict | None
 ) -> dict:
-    """``search``: where the search report is and what it chose (``--optimize``), or None."""
+    """What was run on what; pipelines.lifecycle adds the version, time, statistics, metrics
+    and files. ``search``: where the search report is and what it chose (``--optimize``), or
+    None."""
     return {
-        "version": version,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "options": dataclasses.asdict(options),
         "beam_args": beam_args,
         "inputs": checksums,
@@ -66,7 +59,5 @@ def build_manifest(
             "versions": {package: _version(package) for package in PACKAGES},
             "python": platform.python_version(),
         },
-        "statistics": {"splits": statistics["splits"], "skipped": statistics["skipped"]},
-        "metrics": counters,
         "search": search,
     }

@@ -26,11 +26,11 @@ import io
 import json
 import os
 import sys
-from datetime import datetime, timezone
+from functools import partial
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.generate import STATISTICS_FILE, write_card
+from pipelines.lifecycle import Produced, write_version
 from pipelines.options import (
     Command,
     GenerateOptions,
@@ -41,20 +41,16 @@ from pipelines.options import (
 from pipelines.preview import checked_version, copy_images, sampled_split
 from pipelines.runner import cli
 from pipelines.versions import (
-    MANIFEST_FILE,
     RATINGS_DIRECTORY,
+    VERSIONS_DIRECTORY,
     Version,
-    checked_inventory,
-    clear_incomplete,
     completed_dataset,
     fingerprint,
     is_complete,
-    publish,
     read_manifest,
     verify_version,
 )
 from schemas.layout import PARQUET, shard_pattern
-from transforms.dataset.statistics import compute_statistics, read_written
 from transforms.dataset.write import instance_formats, records_written, shard_path
 from transforms.errors import InputError
 from transforms.files import (
@@ -66,7 +62,6 @@ from transforms.files import (
     write_file,
     write_json,
 )
-from transforms.report.card import CARD_FILE
 from transforms.report.preview import image_source
 from transforms.report.rating_app import render_app
 from transforms.report.ratings import (
@@ -89,7 +84,6 @@ from transforms.report.ratings import (
 )
 from transforms.seeds import keyed_int, keyed_rng
 from transforms.strategies.registry import STRATEGIES
-from transforms.trainer.dataset_audit import audit_dataset
 
 JOB_FILE = "job.json"
 APP_DIRECTORY = "app"
@@ -386,10 +380,12 @@ def split_rows(version: str, split: str) -> list[dict]:
     ]
 
 
-def write_subset(directory: str, source: str, split: str, kept: list[dict]) -> dict[str, int]:
-    """Copies the source version's files but the rated split's shards, writes that split's
-    kept instances as one shard per format; returns the records written per shard name."""
-    manifest = read_manifest(source)
+def write_subset(
+    directory: str, source: str, manifest: dict, split: str, kept: list[dict]
+) -> dict[str, int]:
+    """Copies the files the source version's ``manifest`` lists but the rated split's shards,
+    writes that split's kept instances as one shard per format; returns the records written
+    per shard name (the others' as the source's run wrote them)."""
     formats = instance_formats(split, STRATEGIES[manifest["options"]["decoys"]].num_options)
     shard_prefixes = tuple(f"{form.directory}/" for form in formats)
     for entry in manifest["files"]:
@@ -399,7 +395,24 @@ def write_subset(directory: str, source: str, split: str, kept: list[dict]) -> d
     rows = sorted(kept, key=lambda row: row["example_id"])
     for form in formats:
         write_file(shard_path(directory, form, split, 0, 1), form.encode(rows))
-    return {**manifest["metrics"], f"write/records_{split}": len(rows)}
+    return {**records_written(manifest["metrics"]), split: len(rows)}
+
+
+def subset(directory: str, source: str, kept: list[dict], human_filter: dict) -> Produced:
+    """Writes the claimed, empty version ``directory``: the subset, described as its source
+    (options, inputs, the counters of the run that wrote its records) and its filter."""
+    manifest = read_manifest(source)
+    records = write_subset(directory, source, manifest, human_filter["split"], kept)
+    manifest = {key: value for key, value in manifest.items() if key != "files"}
+    return Produced(
+        records=records,
+        counters=manifest["metrics"],
+        manifest={**manifest, "human_filter": human_filter},
+        audit=GenerateOptions(**manifest["options"]).audit_config(directory),
+        card=filter_card_section(human_filter),
+        marker={"human_filter": human_filter},
+        every_caption=False,  # the rated split keeps only what enough raters got right
+    )
 
 
 def filter_version(options: RateFilterOptions) -> str:
@@ -425,24 +438,15 @@ def filter_version(options: RateFilterOptions) -> str:
         RESULTS_FILE: fingerprint(results_data)["sha256"],
     }
     name = subset_name(report["version"], checksums, options.min_right)
-    directory = FileSystems.join(options.output, "versions", name)
+    directory = FileSystems.join(options.output, VERSIONS_DIRECTORY, name)
+    up_to_date = f"up to date: {directory} already holds this subset"
     if is_complete(directory):
         verify_version(directory)
-        return f"up to date: {directory} already holds this subset"
+        return up_to_date
     check_writable(options.output)
-    version = Version(name, directory, complete=False)
-    clear_incomplete(version)
     keep = set(kept_instances(results, raters, options.min_right))
     rows = split_rows(source, split)
     kept = [row for row in rows if row["example_id"] in keep]
-    counters = write_subset(directory, source, split, kept)
-    source_manifest = read_manifest(source)
-    statistics = compute_statistics(*read_written(directory), counters)
-    generate_options = GenerateOptions(**source_manifest["options"])
-    statistics["text_only_audit"] = audit_dataset(
-        directory, generate_options.audit_config(directory)
-    )
-    write_json(FileSystems.join(directory, STATISTICS_FILE), statistics)
     fully_rated = sum(result["answers"] == raters for result in results)
     human_filter = {
         "source": report["version"],
@@ -460,24 +464,11 @@ def filter_version(options: RateFilterOptions) -> str:
         "dropped_too_few_right": fully_rated - len(kept),
         "dropped_not_fully_rated": len(results) - fully_rated,
     }
-    manifest = {
-        **{key: value for key, value in source_manifest.items() if key != "files"},
-        "version": name,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "statistics": {"splits": statistics["splits"], "skipped": statistics["skipped"]},
-        "metrics": counters,
-        "human_filter": human_filter,
-    }
-    write_card(directory, manifest, statistics)
-    card = FileSystems.join(directory, CARD_FILE)
-    write_file(card, read_file(card) + filter_card_section(human_filter).encode("utf-8"))
-    manifest["files"] = checked_inventory(directory, records_written(counters))
-    write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)
-    publish(
-        options.output,
-        version,
-        {"instances": statistics["total"]["instances"], "human_filter": human_filter},
-    )
+    version = Version(name, directory, complete=False)
+    produce = partial(subset, source=source, kept=kept, human_filter=human_filter)
+    if write_version(options.output, version, produce) is None:  # completed meanwhile
+        verify_version(directory)
+        return up_to_date
     return (
         f"human-filtered subset written to {directory}: {len(kept):,} of {fully_rated:,} fully "
         f"rated {split} instances kept (at least {options.min_right} of {raters} raters right; "

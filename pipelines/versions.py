@@ -13,9 +13,10 @@ Readers accept a version only with its marker, so a run that fails half way
 never looks finished, and only when its files are exactly those its manifest
 lists (size, sha256): a deleted, truncated, altered or added file is refused,
 named. The marker is written only after the files were counted against what
-the pipeline wrote. Re-running with the same inputs and options finds the
-completed version and does nothing; ``--force`` writes ``<version>.2`` (then
-``.3``, ...) and never touches a completed version.
+their producer wrote (:mod:`pipelines.lifecycle` writes every version).
+Re-running with the same inputs and options finds the completed version and
+does nothing; ``--force`` writes ``<version>.2`` (then ``.3``, ...) and never
+touches a completed version.
 """
 
 import dataclasses

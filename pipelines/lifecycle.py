@@ -1,0 +1,126 @@
+"""One version lifecycle: every producer of a version (generate, dmc-rate filter) writes it here.
+
+:func:`write_version` claims the version (:mod:`pipelines.claims`), clears what a
+failed run left in it, lets the producer write its records (a Beam run, or a rated
+subset), then computes its statistics, audits it with text-only models, writes its
+card, checks its files against the records the producer says it wrote, writes the
+manifest and publishes it (:mod:`pipelines.versions`). A producer is one callback,
+so a new one cannot skip the claim or a check, and counts are passed, never faked.
+It lives apart from :mod:`pipelines.versions`, which every reader of a version
+imports, because it loads the trainer and matplotlib.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.claims import claimed
+from pipelines.versions import (
+    MANIFEST_FILE,
+    Version,
+    checked_inventory,
+    clear_incomplete,
+    content_options,
+    is_complete,
+    publish,
+)
+from transforms.dataset.statistics import compute_statistics, read_written, unaccounted
+from transforms.files import write_file, write_json
+from transforms.report.card import CARD_FILE, version_card
+from transforms.report.plots import dataset_plots
+from transforms.trainer.dataset_audit import AuditConfig, audit_dataset
+
+STATISTICS_FILE = "statistics.json"
+
+
+@dataclass(frozen=True)
+class Produced:
+    """What a producer wrote into its claimed, empty version, for the writer to describe.
+
+    ``records``: records written per shard name (``train``, ``skipped``, ...), which the
+    shards must hold; ``counters``: the counters of the run that wrote them (the
+    manifest's ``metrics``; validity rejections enter the statistics from them);
+    ``manifest``: what the manifest says of the run (options, inputs, ...), to which the
+    writer adds the version, time, statistics, metrics and files; ``statistics``:
+    sections the producer adds (a strategy's report); ``card``: Markdown appended to the
+    card; ``marker``: fields added to the completion marker; ``every_caption``: every
+    corpus caption must be a target or skipped (a whole run; a subset drops some).
+    """
+
+    records: dict[str, int]
+    counters: dict[str, int]
+    manifest: dict
+    audit: AuditConfig
+    statistics: dict = field(default_factory=dict)
+    card: str = ""
+    marker: dict = field(default_factory=dict)
+    every_caption: bool = True
+
+
+@dataclass(frozen=True)
+class Published:
+    version: Version  # complete
+    statistics: dict
+
+
+def write_version(
+    output: str, version: Version, produce: Callable[[str], Produced]
+) -> Published | None:
+    """Writes ``version`` under ``output`` with ``produce(directory)`` and publishes it;
+    None when another run completed it while this one waited to claim it.
+
+    Another run holding the claim stops this one with an InputError, before
+    anything in the version is cleared or written.
+    """
+    with claimed(version.directory):
+        if is_complete(version.directory):
+            return None
+        clear_incomplete(version)
+        return finish(output, version, produce(version.directory))
+
+
+def finish(output: str, version: Version, produced: Produced) -> Published:
+    """Statistics, audit, card, checked inventory, manifest, then the marker: in that order."""
+    directory = version.directory
+    statistics = compute_statistics(*read_written(directory), produced.counters)
+    missing = unaccounted(statistics)
+    if produced.every_caption and missing:
+        # never published: a dataset that silently lost captions is worse than none
+        raise RuntimeError(
+            f"{directory}: {missing} captions are neither the target of an instance nor "
+            "skipped; the version is left incomplete (a bug: please report it)"
+        )
+    statistics = {
+        **statistics,
+        **produced.statistics,
+        "text_only_audit": audit_dataset(directory, produced.audit),
+    }
+    write_json(FileSystems.join(directory, STATISTICS_FILE), statistics)
+    manifest = {
+        **produced.manifest,
+        "version": version.name,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "statistics": {"splits": statistics["splits"], "skipped": statistics["skipped"]},
+        "metrics": produced.counters,
+    }
+    write_card(directory, manifest, statistics, produced.card)
+    manifest["files"] = checked_inventory(directory, produced.records)
+    write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)
+    marker = {"instances": statistics["total"]["instances"], **produced.marker}
+    return Published(publish(output, version, marker), statistics)
+
+
+def write_card(directory: str, manifest: dict, statistics: dict, extra: str) -> None:
+    """The dataset card, ``extra`` at its end, and the plots it shows beside it: part of
+    the version's files."""
+    plots = dataset_plots(statistics)
+    for name, (_, png) in plots.items():
+        write_file(FileSystems.join(directory, name), png)
+    card = version_card(
+        {**manifest, "options": content_options(manifest["options"])},
+        statistics,
+        {name: caption for name, (caption, _) in plots.items()},
+    )
+    write_file(FileSystems.join(directory, CARD_FILE), (card + extra).encode("utf-8"))
