@@ -2,6 +2,7 @@
 rating app answered in headless chromium, and the human-filtered subset as a version."""
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -11,6 +12,7 @@ import pathlib
 import pytest
 from matplotlib.image import imsave
 
+from pipelines.claims import claimed
 from pipelines.options import GenerateOptions
 from pipelines.rate import (
     ANSWERS_FILE,
@@ -21,6 +23,7 @@ from pipelines.rate import (
     REPORT_FILE,
     RESULTS_FILE,
     main,
+    subset_name,
 )
 from pipelines.versions import completed_dataset, read_manifest, verify_version
 from schemas.layout import PARQUET, shard_pattern
@@ -495,6 +498,46 @@ def test_crowd_upload_and_its_results_give_the_same_table(job, tmp_path, capsys)
     one_human = [r for r in map(json.loads, (output / RESULTS_FILE).read_text().splitlines())]
     assert sum(r["right"] for r in one_human) == INSTANCES + first_right
     assert "left out of the table: 6 with fewer answers, 0 with more" in capsys.readouterr().out
+
+
+def test_the_filter_claims_its_version_as_generate_does(small_dataset, job, tmp_path, capsys):
+    """While another run holds the subset's claim, the filter stops with generate's one-line
+    error and touches nothing; once it is released, the filter clears what that run left
+    and publishes, its counters the source run's (none made up for the subset)."""
+    key = labels(job)
+    answers = tmp_path / "batch_results.csv"
+    with open(answers, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            ["HITId", "WorkerId", "WorkTimeInSeconds", "Input.example_id", "Answer.option"]
+        )
+        for example_id, item in key.items():
+            for worker in ("W1", "W2", "W3") if item["kind"] != TRAINING else ():
+                writer.writerow(["h", worker, 30, example_id, item["label"]])
+    ratings = tmp_path / "ratings"
+    argv = ["import", "--job", str(job), "--answers", str(answers), "--output", str(ratings)]
+    assert main(argv) == 0
+    report = json.loads((ratings / REPORT_FILE).read_text())
+    checksums = {
+        name: hashlib.sha256((ratings / name).read_bytes()).hexdigest()
+        for name in (REPORT_FILE, RESULTS_FILE)
+    }
+    output = tmp_path / "human"
+    version = output / "versions" / subset_name(report["version"], checksums, 2)
+    argv = ["filter", "--ratings", str(ratings), "--output", str(output)]
+    capsys.readouterr()
+    with claimed(str(version)) as owner:
+        left = version / "parquet" / "dev" / "dev-00000-of-00001.parquet"
+        left.parent.mkdir(parents=True)
+        left.write_bytes(b"the other run's shard")
+        assert main(argv) == 2
+        [line] = capsys.readouterr().err.splitlines()
+        assert "another run is writing this version" in line and f"pid {owner.pid} " in line
+        assert left.read_bytes() == b"the other run's shard"
+    assert main(argv) == 0
+    assert completed_dataset(str(output)) == str(version)  # verified: nothing left over
+    assert len(read_dev(str(version))) == INSTANCES
+    assert read_manifest(str(version))["metrics"] == read_manifest(small_dataset[0])["metrics"]
 
 
 def test_bad_input_is_one_line_naming_it(job, tmp_path, capsys):
