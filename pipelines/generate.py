@@ -244,7 +244,7 @@ COMMAND = Command(
         "inputs and options of a completed version does nothing."
     ),
     example="dmc-generate --input 'annotations/captions_*2014.json' --output out/mcic-coco",
-    readme='sections "Generating from your own corpus" and "Options"',
+    manual="docs/generate.md and docs/strategies/",
 )
 
 

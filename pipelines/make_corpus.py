@@ -28,7 +28,7 @@ COMMAND = Command(
         "the COCO instances file of the scenes' objects (one unit box per object)."
     ),
     example="dmc-make-corpus --num_images 4000 --output out/corpus/captions_synthetic.json",
-    readme='section "The synthetic default corpus"',
+    manual="docs/synthetic.md",
     beam=False,
 )
 

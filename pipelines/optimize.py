@@ -73,7 +73,7 @@ COMMAND = Command(
         "dmc-generate --optimize runs the same search and then generates with the winners."
     ),
     example="dmc-optimize --input annotations/captions_val2017.json --output out/search",
-    readme='sections "Choosing PV and lambda" and "Options"',
+    manual="docs/optimize.md and docs/generate.md",
 )
 
 

@@ -672,7 +672,7 @@ class Command:
     prog: str
     description: str  # one paragraph for users (the module docstring is for developers)
     example: str  # a short command line
-    readme: str  # where README.md documents it and its options
+    manual: str  # the docs/ page that documents it and its options
     beam: bool = True  # other flags are Beam pipeline options
 
     def parser(self, usage: str | None = None) -> StrictParser:
@@ -680,8 +680,8 @@ class Command:
             prog=self.prog,
             usage=usage,
             description=f"{self.description}\n\nexample:\n  {self.example}",
-            epilog=f"{BEAM_OPTIONS if self.beam else NO_OTHER_OPTIONS} README.md documents "
-            f"it all: {self.readme}.",
+            epilog=f"{BEAM_OPTIONS if self.beam else NO_OTHER_OPTIONS} The manual documents "
+            f"it all: {self.manual}.",
             formatter_class=_HelpFormatter,
         )
 

@@ -129,7 +129,7 @@ COMMAND = Command(
         "--output is self-contained: open its index.html in a browser, offline too."
     ),
     example="dmc-preview --dataset out/synthetic --output out/preview --images val2017/",
-    readme='section "Looking at a dataset: the HTML preview"',
+    manual="docs/preview.md",
     beam=False,
 )
 

@@ -489,7 +489,7 @@ EXPORT = Command(
         "OUTPUT/job.json."
     ),
     example="dmc-rate export --dataset out/coco --output out/rate-job --images val2017/",
-    readme='section "Human evaluation: the paper\'s Table 2"',
+    manual="docs/rating.md",
     beam=False,
 )
 IMPORT = Command(
@@ -502,7 +502,7 @@ IMPORT = Command(
         "deviations. The report and per-instance results go next to the dataset version."
     ),
     example="dmc-rate import --job out/rate-job --answers 'answers/*.json'",
-    readme='section "Human evaluation: the paper\'s Table 2"',
+    manual="docs/rating.md",
     beam=False,
 )
 FILTER = Command(
@@ -513,7 +513,7 @@ FILTER = Command(
         "names the ratings, and dmc-train reads it as any version."
     ),
     example="dmc-rate filter --ratings out/coco/latest/ratings/JOB --output out/coco-human",
-    readme='section "Human evaluation: the paper\'s Table 2"',
+    manual="docs/rating.md",
     beam=False,
 )
 SUBCOMMANDS = {

@@ -127,7 +127,7 @@ COMMAND = Command(
     example=(
         "dmc-regenerate --input 'gs://BUCKET/coco/captions_*.json' --output gs://BUCKET/mcic-coco"
     ),
-    readme='sections "Scheduled regeneration" and "Options"',
+    manual="docs/regeneration.md",
 )
 
 

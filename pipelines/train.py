@@ -150,7 +150,7 @@ COMMAND = Command(
         "read off its other captions: an oracle, not vision."
     ),
     example="dmc-train --dataset out/mcic-coco --output out/train-coco",
-    readme='section "Training and evaluating models" and its "Trainer options"',
+    manual="docs/trainer.md",
 )
 
 

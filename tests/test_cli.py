@@ -1,11 +1,12 @@
 """What ``--help`` tells a user: the command's name, what it does, its options by group."""
 
 import dataclasses
+import pathlib
 import re
 
 import pytest
 
-from pipelines import generate, make_corpus, train
+from pipelines import generate, make_corpus, optimize, preview, rate, regenerate, train
 from pipelines.options import REQUIRED, GenerateOptions, LogOptions, TrainOptions
 
 ENTRY_POINTS = [
@@ -54,7 +55,23 @@ def test_help_names_the_command_says_what_it_does_and_groups_its_options(
     assert words.count("(required)") == sum(f.default is REQUIRED for f in fields)
     assert "Any other flag is passed to Apache Beam as a pipeline option" in words
     assert "--runner DataflowRunner" in words and "(did you mean --seed?)" in words
-    assert "README.md" in words
+    assert f"The manual documents it all: {module.COMMAND.manual}." in words
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        *(m.COMMAND for m in (generate, make_corpus, optimize, preview, regenerate, train)),
+        *(rate.EXPORT, rate.IMPORT, rate.FILTER),
+    ],
+    ids=lambda command: command.prog,
+)
+def test_the_manual_pages_help_names_exist(command):
+    root = pathlib.Path(__file__).resolve().parent.parent
+    pages = re.findall(r"docs/[\w/]+(?:\.md)?", command.manual)
+    assert pages and command.manual.startswith(pages[0])
+    for page in pages:
+        assert (root / page).exists(), page
 
 
 @pytest.mark.parametrize(("module", "prog", "options_types"), ENTRY_POINTS)
