@@ -12,7 +12,7 @@ setuptools.setup(
     description="MC-IC multiple-choice image-caption datasets (Ding et al. 2016) with Apache Beam",
     python_requires=">=3.10",
     packages=setuptools.find_packages(
-        include=["pipelines", "transforms", "transforms.*", "schemas"]
+        include=["pipelines", "pipelines.*", "transforms", "transforms.*", "schemas"]
     ),
     # the rating app's page, script and style and the dataset card's templates, read at run
     # time with importlib.resources: a wheel and Dataflow's --setup_file install them too

@@ -26,10 +26,11 @@ from functools import partial
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.cli import Command
 from pipelines.lifecycle import STATISTICS_FILE, Produced, write_version
 from pipelines.manifest import build_manifest, file_checksum
 from pipelines.optimize import REPORT_FILE, SEARCH_DIRECTORY, run_search
-from pipelines.options import Command, GenerateOptions
+from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.versions import (
     LATEST_FILE,

@@ -9,7 +9,7 @@ import logging
 import sys
 import time
 
-from pipelines.options import Command, refuse_unknown
+from pipelines.cli import Command, refuse_unknown
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, scene_objects, write_coco
 from transforms.errors import InputError
 from transforms.files import write_file

@@ -18,7 +18,8 @@ import sys
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.options import Command, GenerateOptions
+from pipelines.cli import Command
+from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.read import expand_inputs

@@ -17,7 +17,8 @@ import sys
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.options import Command, PreviewOptions
+from pipelines.cli import Command
+from pipelines.options import PreviewOptions
 from pipelines.runner import cli
 from pipelines.versions import completed_dataset, read_manifest
 from schemas.layout import PARQUET, shard_pattern

@@ -30,9 +30,9 @@ from functools import partial
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.cli import Command
 from pipelines.lifecycle import Produced, write_version
 from pipelines.options import (
-    Command,
     GenerateOptions,
     RateExportOptions,
     RateFilterOptions,

@@ -19,15 +19,9 @@ from datetime import datetime, timezone
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import train
+from pipelines.cli import Command, parse_flags
 from pipelines.generate import Generated, run
-from pipelines.options import (
-    Command,
-    GenerateOptions,
-    LogOptions,
-    RegenerateOptions,
-    TrainOptions,
-    parse_flags,
-)
+from pipelines.options import GenerateOptions, LogOptions, RegenerateOptions, TrainOptions
 from pipelines.runner import logging_to, one_line_error
 from pipelines.train import METRICS_FILE
 from pipelines.versions import (

@@ -10,7 +10,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from pipelines.options import Command, GenerateOptions, LogOptions, parse_flags
+from pipelines.cli import Command, parse_flags
+from pipelines.options import GenerateOptions, LogOptions
 from transforms.errors import input_error_message
 
 

@@ -30,7 +30,8 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
-from pipelines.options import Command, TrainOptions
+from pipelines.cli import Command
+from pipelines.options import TrainOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.versions import completed_dataset
 from transforms.corpus.split import SPLITS

@@ -3,7 +3,9 @@ import pathlib
 
 import pytest
 
-from pipelines.options import TABLES, GenerateOptions, TrainOptions, markdown_table, parse_options
+from pipelines.cli import parse_options
+from pipelines.cli.tables import TABLES, markdown_table
+from pipelines.options import GenerateOptions, TrainOptions
 from transforms.errors import InputError
 from transforms.strategies.registry import strategy_table
 
@@ -17,7 +19,7 @@ def manual() -> str:
 @pytest.mark.parametrize("options_type", TABLES.values())
 def test_the_manual_documents_every_option_by_group_with_its_default(options_type):
     assert markdown_table(options_type) in manual(), (
-        f"docs/ lacks python -m pipelines.options' {options_type.__name__} tables as printed"
+        f"docs/ lacks python -m pipelines.cli.tables' {options_type.__name__} tables as printed"
     )
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import setuptools
 
 from pipelines.train import worker_requirements
 
@@ -74,6 +75,25 @@ def test_workers_get_every_imported_package_and_no_test_tools():
     test_tools = _requirement_names(arguments["extras_require"]["test"])
     assert not test_tools & (required | trainer)
     assert not test_tools & imported, "worker code imports a test-only package"
+
+
+def test_every_package_of_the_code_is_shipped():
+    """find_packages' include patterns decide what a wheel (and Dataflow's --setup_file) holds:
+    a subpackage they miss, such as pipelines/options/, imports on this machine only."""
+    call = next(
+        node
+        for node in ast.walk(ast.parse((ROOT / "setup.py").read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "find_packages"
+    )
+    [include] = [ast.literal_eval(k.value) for k in call.keywords if k.arg == "include"]
+    shipped = setuptools.find_packages(where=str(ROOT), include=include)
+    packages = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for package in PACKAGES
+        for init in (ROOT / package).rglob("__init__.py")
+    }
+    assert {"pipelines.options", "pipelines.cli"} <= packages
+    assert packages <= set(shipped), f"never shipped: {sorted(packages - set(shipped))}"
 
 
 def test_package_data_ships_every_file_the_reports_read():

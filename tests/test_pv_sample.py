@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.options import GenerateOptions, parse_options
+from pipelines.cli import parse_options
+from pipelines.options import GenerateOptions
 from pipelines.versions import version_name
 from schemas.records import Caption
 from transforms.corpus.inference import INFERRED_DIRECTORY, TRAINED_ROWS, infer_vectors

@@ -98,7 +98,7 @@ class Vec2seqSize:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The fits' settings; defaults and meanings live in ``pipelines.options.TrainOptions``."""
+    """The fits' settings; defaults and meanings live in pipelines/options/train.py."""
 
     ridge_alphas: tuple[float, ...]
     epochs: int

@@ -1,0 +1,188 @@
+"""The flags of every entry point: argparse parsers built from the options dataclasses.
+
+A Command says what --help tells users besides the options; parse_flags turns argv into
+options and Beam pipeline options, refusing any flag that is neither (with the closest one).
+"""
+
+import argparse
+import dataclasses
+import difflib
+import textwrap
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
+
+from pipelines.options import REQUIRED, GenerateOptions, shown_default
+from transforms.errors import InputError
+
+
+class StrictParser(argparse.ArgumentParser):
+    """No abbreviations, and a bad flag value is an InputError (one line), not a usage dump."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_abbrev=False, **kwargs)
+
+    def error(self, message: str):
+        raise InputError(message)
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps the description and epilog line by line: paragraphs fit the terminal, an
+    indented example command line stays as written (argparse would run it into the text)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(
+            line
+            if line.startswith(" ")
+            else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
+            for line in text.splitlines()
+        )
+
+
+BEAM_OPTIONS = (
+    "Any other flag is passed to Apache Beam as a pipeline option, e.g. --runner "
+    "DataflowRunner --project PROJECT --region REGION --temp_location gs://BUCKET/tmp "
+    "--setup_file ./setup.py to run on Dataflow, or --direct_num_workers 2 "
+    "--direct_running_mode multi_processing to use two cores locally. A flag that is "
+    "neither one of the options above nor Beam's is refused with the closest known flag, "
+    "e.g. unknown flag --sead (did you mean --seed?)."
+)
+NO_OTHER_OPTIONS = (
+    "No other flag is taken: an unknown one is refused with the closest known flag, "
+    "e.g. unknown flag --sead (did you mean --seed?)."
+)
+
+
+@dataclass(frozen=True)
+class Command:
+    """What ``--help`` says about an entry point besides its options.
+
+    ``prog`` is the entry point's console script in setup.py: the help names the
+    command users install and type, also when it runs as ``python -m pipelines.<module>``.
+    """
+
+    prog: str
+    description: str  # one paragraph for users (the module docstring is for developers)
+    example: str  # a short command line
+    manual: str  # the docs/ page that documents it and its options
+    beam: bool = True  # other flags are Beam pipeline options
+
+    def parser(self, usage: str | None = None) -> StrictParser:
+        return StrictParser(
+            prog=self.prog,
+            usage=usage,
+            description=f"{self.description}\n\nexample:\n  {self.example}",
+            epilog=f"{BEAM_OPTIONS if self.beam else NO_OTHER_OPTIONS} The manual documents "
+            f"it all: {self.manual}.",
+            formatter_class=_HelpFormatter,
+        )
+
+
+def add_arguments(parser: argparse.ArgumentParser, options_type: type = GenerateOptions) -> None:
+    """Each option under its group's heading, which options of several types may share."""
+    groups = {group.title: group for group in parser._action_groups}
+    for option in dataclasses.fields(options_type):
+        title = option.metadata["group"]
+        if title not in groups:
+            groups[title] = parser.add_argument_group(title)
+        required, choices = option.default is REQUIRED, option.metadata["choices"]
+        help = option.metadata["help"] + (
+            " (required)" if required else f" (default: {shown_default(option)})"
+        )
+        if option.type is bool:
+            groups[title].add_argument(f"--{option.name}", action="store_true", help=help)
+            continue
+        groups[title].add_argument(
+            f"--{option.name}",
+            type=option.type,
+            required=required,
+            default=None if required else option.default,
+            choices=choices,
+            # an empty choice (the default) is not one to type: {all,split}, not {,all,split}
+            metavar="{" + ",".join(filter(None, choices)) + "}" if choices else None,
+            help=help,
+        )
+
+
+def beam_parser() -> argparse.ArgumentParser:
+    """Every Beam pipeline option, as PipelineOptions itself collects them."""
+    parser = _BeamArgumentParser(allow_abbrev=False)
+    for options_class in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
+        options_class._add_argparse_args(parser)
+    return parser
+
+
+def refuse_unknown(unknown: list[str], known: Iterable[str]) -> None:
+    """An unknown flag (or stray value) is an InputError with the closest known flag.
+
+    >>> refuse_unknown(["--sead", "7"], ["--seed", "--label"])
+    Traceback (most recent call last):
+    ...
+    transforms.errors.InputError: unknown flag --sead (did you mean --seed?)
+    """
+    if not unknown:
+        return
+    word = unknown[0]
+    if not word.startswith("-"):
+        raise InputError(f"unexpected argument {word!r}: every value follows its --flag")
+    flag = word.split("=", 1)[0]
+    close = difflib.get_close_matches(flag, list(known), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else " (--help lists the flags)"
+    raise InputError(f"unknown flag {flag}{hint}")
+
+
+def flags_parser(command: Command | None, *options_types: type) -> StrictParser:
+    """The parser of ``options_types``' flags; with ``command``, its --help for users.
+
+    The usage line names the required flags only: listing all forty would hide them.
+    """
+    if command is None:
+        parser = StrictParser()
+    else:
+        required = " ".join(
+            f"--{option.name} {option.name.upper()}"
+            for options_type in options_types
+            for option in dataclasses.fields(options_type)
+            if option.default is REQUIRED
+        )
+        beam = " [Beam pipeline option ...]" if command.beam else ""
+        parser = command.parser(f"%(prog)s {required} [option ...]{beam}")
+    for options_type in options_types:
+        add_arguments(parser, options_type)
+    return parser
+
+
+def parse_flags(
+    argv: list[str] | None, *options_types: type, command: Command | None = None
+) -> tuple[list[Any], list[str]]:
+    """Our flags -> one instance per type; the rest must be Beam pipeline options.
+
+    A flag that is neither ours nor Beam's is refused (Beam alone would only log a warning
+    and run with the default), and so is a Beam flag for a ``command`` that runs no pipeline.
+    """
+    parser = flags_parser(command, *options_types)
+    known, beam_args = parser.parse_known_args(argv)
+    beam = beam_parser()
+    _, unknown = beam.parse_known_args(beam_args)
+    refuse_unknown(unknown, [*parser._option_string_actions, *beam._option_string_actions])
+    if beam_args and command is not None and not command.beam:
+        raise InputError(
+            f"unknown flag {beam_args[0]}: {command.prog} runs no Beam pipeline, so it takes "
+            "no pipeline options"
+        )
+    values = vars(known)
+    parsed = [
+        options_type(**{f.name: values[f.name] for f in dataclasses.fields(options_type)})
+        for options_type in options_types
+    ]
+    return parsed, beam_args
+
+
+def parse_options(
+    argv: list[str] | None, options_type: type = GenerateOptions
+) -> tuple[Any, list[str]]:
+    """Our flags -> ``options_type``; the rest, all Beam pipeline options, for PipelineOptions."""
+    [options], beam_args = parse_flags(argv, options_type)
+    return options, beam_args

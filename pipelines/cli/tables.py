@@ -1,0 +1,64 @@
+"""The manual's option tables and strategy table, printed from the code that defines them.
+
+Paste each into the docs/ page that documents its command; tests/test_options.py checks
+that every page still shows them as printed:
+
+    python -m pipelines.cli.tables [generate|train|regenerate|preview|rate-*|log|strategies]
+"""
+
+import dataclasses
+import sys
+
+from pipelines.options import (
+    REQUIRED,
+    GenerateOptions,
+    LogOptions,
+    PreviewOptions,
+    RateExportOptions,
+    RateFilterOptions,
+    RateImportOptions,
+    RegenerateOptions,
+    TrainOptions,
+    shown_default,
+)
+from transforms.strategies.registry import strategy_table
+
+TABLES = {
+    "generate": GenerateOptions,
+    "train": TrainOptions,
+    "regenerate": RegenerateOptions,
+    "preview": PreviewOptions,
+    "rate-export": RateExportOptions,
+    "rate-import": RateImportOptions,
+    "rate-filter": RateFilterOptions,
+    "log": LogOptions,
+}
+
+
+def markdown_table(options_type: type = GenerateOptions) -> str:
+    """The manual's option tables (docs/): one per group, under its name, as --help groups them.
+
+    A type whose options are all in one group gets one table without a name.
+    """
+    groups: dict[str, list[str]] = {}
+    for option in dataclasses.fields(options_type):
+        default = shown_default(option)
+        if option.default not in (REQUIRED, "") and option.type is not bool:
+            default = f"`{default}`"
+        groups.setdefault(option.metadata["group"], []).append(
+            f"| `--{option.name}` | {default} | {option.metadata['help']} |"
+        )
+    tables = {
+        title: "\n".join(["| option | default | meaning |", "| --- | --- | --- |", *rows])
+        for title, rows in groups.items()
+    }
+    if len(tables) == 1:
+        return next(iter(tables.values()))
+    return "\n\n".join(
+        f"**{title[0].upper()}{title[1:]}**\n\n{table}" for title, table in tables.items()
+    )
+
+
+if __name__ == "__main__":
+    table = sys.argv[1] if len(sys.argv) > 1 else "generate"
+    print(strategy_table() if table == "strategies" else markdown_table(TABLES[table]))
