@@ -9,7 +9,7 @@ import logging
 import sys
 import time
 
-from pipelines.cli import Command, refuse_unknown
+from pipelines.cli import Command, known_flags, refuse_unknown
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, scene_objects, write_coco
 from transforms.errors import InputError
 from transforms.files import write_file
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         args, unknown = parser.parse_known_args(argv)
-        refuse_unknown(unknown, parser._option_string_actions)
+        refuse_unknown(unknown, known_flags(parser))
         if not 1 <= args.num_images <= MAX_IMAGES:
             raise InputError(f"--num_images must be between 1 and {MAX_IMAGES:,}")
         if not 1 <= args.captions_per_image <= CAPTIONS_PER_IMAGE:

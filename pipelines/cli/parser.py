@@ -7,6 +7,7 @@ options and Beam pipeline options, refusing any flag that is neither (with the c
 import argparse
 import dataclasses
 import difflib
+import shutil
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,17 +29,14 @@ class StrictParser(argparse.ArgumentParser):
         raise InputError(message)
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    """Wraps the description and epilog line by line: paragraphs fit the terminal, an
-    indented example command line stays as written (argparse would run it into the text)."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n".join(
-            line
-            if line.startswith(" ")
-            else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
-            for line in text.splitlines()
-        )
+def _wrapped(text: str) -> str:
+    """``text`` line by line filled to argparse's width (the terminal's columns less 2), for
+    RawDescriptionHelpFormatter: paragraphs fit the terminal, an indented example command
+    line stays as written (argparse's own filling would run it into the text)."""
+    width = max(shutil.get_terminal_size().columns - 2, 11)
+    return "\n".join(
+        line if line.startswith(" ") else textwrap.fill(line, width) for line in text.splitlines()
+    )
 
 
 BEAM_OPTIONS = (
@@ -73,41 +71,52 @@ class Command:
         return StrictParser(
             prog=self.prog,
             usage=usage,
-            description=f"{self.description}\n\nexample:\n  {self.example}",
-            epilog=f"{BEAM_OPTIONS if self.beam else NO_OTHER_OPTIONS} The manual documents "
-            f"it all: {self.manual}.",
-            formatter_class=_HelpFormatter,
+            description=_wrapped(f"{self.description}\n\nexample:\n  {self.example}"),
+            epilog=_wrapped(
+                f"{BEAM_OPTIONS if self.beam else NO_OTHER_OPTIONS} The manual documents "
+                f"it all: {self.manual}."
+            ),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
 
 
-def add_arguments(parser: argparse.ArgumentParser, options_type: type = GenerateOptions) -> None:
+def add_arguments(parser: argparse.ArgumentParser, *options_types: type) -> None:
     """Each option under its group's heading, which options of several types may share."""
-    groups = {group.title: group for group in parser._action_groups}
-    for option in dataclasses.fields(options_type):
-        title = option.metadata["group"]
-        if title not in groups:
-            groups[title] = parser.add_argument_group(title)
-        required, choices = option.default is REQUIRED, option.metadata["choices"]
-        help = option.metadata["help"] + (
-            " (required)" if required else f" (default: {shown_default(option)})"
-        )
-        if option.type is bool:
-            groups[title].add_argument(f"--{option.name}", action="store_true", help=help)
-            continue
-        groups[title].add_argument(
-            f"--{option.name}",
-            type=option.type,
-            required=required,
-            default=None if required else option.default,
-            choices=choices,
-            # an empty choice (the default) is not one to type: {all,split}, not {,all,split}
-            metavar="{" + ",".join(filter(None, choices)) + "}" if choices else None,
-            help=help,
-        )
+    groups: dict[str, Any] = {}
+    for options_type in options_types:
+        for option in dataclasses.fields(options_type):
+            title = option.metadata["group"]
+            if title not in groups:
+                groups[title] = parser.add_argument_group(title)
+            required, choices = option.default is REQUIRED, option.metadata["choices"]
+            help = option.metadata["help"] + (
+                " (required)" if required else f" (default: {shown_default(option)})"
+            )
+            if option.type is bool:
+                groups[title].add_argument(f"--{option.name}", action="store_true", help=help)
+                continue
+            groups[title].add_argument(
+                f"--{option.name}",
+                type=option.type,
+                required=required,
+                default=None if required else option.default,
+                choices=choices,
+                # an empty choice (the default) is not one to type: {all,split}, not {,all,split}
+                metavar="{" + ",".join(filter(None, choices)) + "}" if choices else None,
+                help=help,
+            )
+
+
+def known_flags(parser: argparse.ArgumentParser) -> list[str]:
+    """Every flag ``parser`` takes, -h and --help included."""
+    # private: argparse has no public listing of a parser's flags
+    return list(parser._option_string_actions)
 
 
 def beam_parser() -> argparse.ArgumentParser:
     """Every Beam pipeline option, as PipelineOptions itself collects them."""
+    # private: Beam's one public route to this parser, get_all_options(add_extra_args_fn=...),
+    # needs a PipelineOptions, whose constructor calls logging.basicConfig() before --verbose
     parser = _BeamArgumentParser(allow_abbrev=False)
     for options_class in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
         options_class._add_argparse_args(parser)
@@ -149,8 +158,7 @@ def flags_parser(command: Command | None, *options_types: type) -> StrictParser:
         )
         beam = " [Beam pipeline option ...]" if command.beam else ""
         parser = command.parser(f"%(prog)s {required} [option ...]{beam}")
-    for options_type in options_types:
-        add_arguments(parser, options_type)
+    add_arguments(parser, *options_types)
     return parser
 
 
@@ -166,7 +174,7 @@ def parse_flags(
     known, beam_args = parser.parse_known_args(argv)
     beam = beam_parser()
     _, unknown = beam.parse_known_args(beam_args)
-    refuse_unknown(unknown, [*parser._option_string_actions, *beam._option_string_actions])
+    refuse_unknown(unknown, [*known_flags(parser), *known_flags(beam)])
     if beam_args and command is not None and not command.beam:
         raise InputError(
             f"unknown flag {beam_args[0]}: {command.prog} runs no Beam pipeline, so it takes "
