@@ -43,8 +43,6 @@ from pipelines.options import GenerateOptions
 from pipelines.versions import completed_dataset, read_manifest
 from tests.dataset_checks import (
     SPLITS,
-    check_closed_sets,
-    check_decoys_recomputed,
     check_formats_agree,
     check_instances,
     check_validity,
@@ -54,6 +52,7 @@ from transforms.corpus.index import build_index
 from transforms.corpus.store import load_corpus
 from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
+from transforms.strategies.invariants import WrittenDataset
 from transforms.strategies.registry import STRATEGIES
 
 STAGES = (
@@ -234,14 +233,15 @@ def check_output(output: str, neighbours: int, decoys: str) -> dict:
     Every instance is checked structurally, and against the texts of its
     target's image; Parquet, TFRecord and text are compared on dev and test
     (the spec-level TFRecord reader is pure Python: too slow for train's
-    ~550k records); sampled decoys are recomputed with nltk. For mcic,
-    candidate lists come from the approximate index, so they are not
-    compared with brute force; closed sets are checked set by set. Every
-    corpus caption is a target or skipped as a decoy drop. Returns the
+    ~550k records); the strategy's own invariants run on 50 sampled instances
+    where they recompute (candidate lists come from the approximate index, so
+    they are not compared with brute force; closed sets are checked set by set).
+    Every corpus caption is a target or skipped as a decoy drop. Returns the
     number of instances checked and, per split, its captions, how many are
     targets and the mean decoy simPV.
     """
-    num_options = STRATEGIES[decoys].num_options
+    strategy = STRATEGIES[decoys]
+    num_options = strategy.num_options
     rows = {split: read_parquet(output, split) for split in SPLITS}
     corpus = pq.read_table(os.path.join(output, "corpus", "captions.parquet")).to_pylist()
     split_of = {caption["caption_id"]: caption["split"] for caption in corpus}
@@ -251,8 +251,6 @@ def check_output(output: str, neighbours: int, decoys: str) -> dict:
         check_instances(split_rows, num_options)
         if split != "train":
             check_formats_agree(output, split, split_rows, num_options)
-        if decoys == "closed_sets":
-            check_closed_sets(split_rows)
         targets = {row["target_caption_id"] for row in split_rows}
         assert all(split_of[target] == split for target in targets), split
         sim_pv = np.array([value for row in split_rows for value in row["decoy_sim_pv"]])
@@ -266,18 +264,19 @@ def check_output(output: str, neighbours: int, decoys: str) -> dict:
     drops = sum(count for key, count in skipped.items() if key.startswith("decoys/"))
     assert sum(split["targets"] for split in splits.values()) + drops == len(corpus)
     every = [row for split_rows in rows.values() for row in split_rows]
-    check_validity(corpus, every, surf_limit=0.5, sample=500)
-    if decoys == "mcic":
-        check_decoys_recomputed(
-            output,
-            every,
-            neighbours=neighbours,
-            lam=0.3,
-            surf_limit=0.5,
-            decoy_pool="all",
-            sample=50,
-            exact_search=False,
-        )
+    options = GenerateOptions(input="", output=output, neighbours=neighbours, decoys=decoys)
+    check_validity(corpus, every, surf_limit=options.surf_limit, sample=500)
+    written = WrittenDataset(
+        directory=output,
+        strategy=strategy,
+        config=options.strategy_config(),
+        corpus=corpus,
+        rows=rows,
+        sample=50,
+        exact_search=len(corpus) <= options.index_exact_limit,
+    )
+    for invariant in strategy.invariants:
+        invariant(written)
     return {"instances": len(every), "splits": splits}
 
 

@@ -82,6 +82,23 @@ def coco_subset(tmp_path_factory) -> str:
     return str(path)
 
 
+@pytest.fixture(scope="session")
+def strategy_dataset(coco_subset, tmp_path_factory):
+    """``--decoys`` name -> (version, options) of a tiny dataset on the COCO subset, made once
+    per strategy however many tests read it."""
+    made: dict[str, tuple[str, GenerateOptions]] = {}
+
+    def dataset(decoys: str) -> tuple[str, GenerateOptions]:
+        if decoys not in made:
+            output = str(tmp_path_factory.mktemp(decoys))
+            made[decoys] = generated(
+                GenerateOptions(input=coco_subset, output=output, decoys=decoys, **SMALL)
+            )
+        return made[decoys]
+
+    return dataset
+
+
 TRAINING = {**SMALL, "n_dev": 100, "n_test": 100}
 
 

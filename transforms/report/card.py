@@ -17,47 +17,28 @@ from schemas.layout import PARQUET, relative_shard_pattern
 from transforms.corpus.split import SPLITS
 from transforms.dataset.statistics import DECOY_MEASURES
 from transforms.report import assets
+from transforms.strategies.mcic import DING2016
 from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.metrics import metrics_table
 
 CARD_FILE = "README.md"
-CITATIONS = {
-    "ding2016": """@inproceedings{ding2016dmc,
-  title = {Understanding Image and Text Simultaneously: a Dual Vision-Language Machine
-           Comprehension Task},
-  author = {Ding, Nan and Goodman, Sebastian and Sha, Fei and Soricut, Radu},
-  booktitle = {arXiv:1612.07833},
-  year = {2016}
-}""",
-    "lin2014": """@inproceedings{lin2014coco,
+# The corpus papers; a strategy's own papers live beside it (``DecoyStrategy.references``),
+# and the method's, Ding et al., beside MC-IC.
+LIN2014 = """@inproceedings{lin2014coco,
   title = {Microsoft {COCO}: Common Objects in Context},
   author = {Lin, Tsung-Yi and Maire, Michael and Belongie, Serge and Hays, James and
             Perona, Pietro and Ramanan, Deva and Doll{\\'a}r, Piotr and Zitnick, C. Lawrence},
   booktitle = {ECCV},
   year = {2014}
-}""",
-    "chen2015": """@article{chen2015cococaptions,
+}"""
+CHEN2015 = """@article{chen2015cococaptions,
   title = {Microsoft {COCO} Captions: Data Collection and Evaluation Server},
   author = {Chen, Xinlei and Fang, Hao and Lin, Tsung-Yi and Vedantam, Ramakrishna and
             Gupta, Saurabh and Doll{\\'a}r, Piotr and Zitnick, C. Lawrence},
   journal = {arXiv:1504.00325},
   year = {2015}
-}""",
-    "yu2015": """@inproceedings{yu2015madlibs,
-  title = {Visual Madlibs: Fill in the Blank Description Generation and Question Answering},
-  author = {Yu, Licheng and Park, Eunbyung and Berg, Alexander C. and Berg, Tamara L.},
-  booktitle = {ICCV},
-  year = {2015}
-}""",
-    "hodosh2016": """@inproceedings{hodosh2016focused,
-  title = {Focused Evaluation for Image Description with Binary Forced-Choice Tasks},
-  author = {Hodosh, Micah and Hockenmaier, Julia},
-  booktitle = {Proceedings of the 5th Workshop on Vision and Language},
-  pages = {19--28},
-  year = {2016}
-}""",
-}
-ALWAYS_CITED = ("ding2016", "lin2014", "chen2015")
+}"""
+ALWAYS_CITED = (DING2016, LIN2014, CHEN2015)
 
 
 def _quoted(value: object) -> str:
@@ -224,7 +205,7 @@ def version_card(manifest: dict, statistics: dict, plots: dict[str, str]) -> str
         options="\n".join(f"| `--{name}` | `{value}` |" for name, value in sorted(options.items())),
         license=options["captions_license"],
         citations="\n\n".join(
-            f"```bibtex\n{CITATIONS[key]}\n```" for key in (*ALWAYS_CITED, *strategy.references)
+            f"```bibtex\n{entry}\n```" for entry in (*ALWAYS_CITED, *strategy.references)
         ),
     )
     return front_matter("", statistics["splits"], options["captions_license"]) + "\n" + body

@@ -3,8 +3,9 @@
 A strategy is a PTransform from the corpus (a ``CorpusRef``) to
 ``{"selections": Selection, "skipped": Skip}`` (``Reserved`` instead of Selection when
 ``config.reserve``: strategies without a guarantee), plus class attributes that
-the options, the README and the dataset invariants read. A new strategy is
-one module with one such class, listed in ``transforms/strategies/registry.py``.
+the options, the docs and the dataset card read, and the checks its datasets pass
+(``invariants``). A new strategy is one module with one such class, listed in
+``transforms/strategies/registry.py``.
 """
 
 import dataclasses
@@ -16,6 +17,7 @@ from apache_beam.utils.shared import Shared
 
 from transforms.corpus.index import IndexConfig
 from transforms.corpus.neighbours import Finder, FindNeighbourhoods, SharedCorpus
+from transforms.strategies.invariants import Invariant
 from transforms.strategies.validity import ValidityRules
 
 # The limitation every strategy whose decoys are the target's PV neighbours shares.
@@ -67,11 +69,11 @@ class DecoyStrategy(beam.PTransform):
     pools: ClassVar[tuple[str, ...]]  # the --decoy_pool values it accepts; the first is its default
     guarantee: ClassVar[str] = ""  # why no text-only model beats chance, if that holds by design
     limitations: ClassVar[str]  # what a user of its datasets must know (the dataset card)
-    references: ClassVar[tuple[str, ...]] = ()  # papers it follows (keys of report.card.CITATIONS)
+    references: ClassVar[tuple[str, ...]] = ()  # BibTeX of the papers it follows (for the card)
     reads_objects: ClassVar[bool] = False  # decoys depend on each image's objects (--objects)
     filterable: ClassVar[bool] = False  # --adversarial_rounds may swap its decoys (5 options only)
-    # Checks of tests/dataset_checks.py that hold beyond the validity rules (which always do).
-    invariants: ClassVar[tuple[str, ...]] = ()
+    # What holds beyond the validity rules (which always do): checks of a written version.
+    invariants: ClassVar[tuple[Invariant, ...]] = ()
 
     def __init__(self, config: StrategyConfig):
         super().__init__()

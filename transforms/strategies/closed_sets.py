@@ -65,6 +65,7 @@ from transforms.seeds import keyed_int
 from transforms.strategies.base import NEIGHBOURS_MAY_FIT, DecoyStrategy, StrategyConfig
 from transforms.strategies.choose import decoys_at
 from transforms.strategies.grouping import COVERED, LEFT_OUT, border_sets, form_sets
+from transforms.strategies.invariants import WrittenDataset, holds
 from transforms.strategies.parts import PartTree, depth_for, part_of, plan_parts, sample_rows
 from transforms.strategies.scoring import best_first, score
 from transforms.strategies.validity import (
@@ -474,6 +475,23 @@ def pad_square(array: np.ndarray, size: int) -> np.ndarray:
     return np.pad(array, ((0, 0), (0, extra), (0, extra)), constant_values=np.nan)
 
 
+def closed_option_sets(dataset: WrittenDataset) -> None:
+    """Instances come in sets: five instances share one option set, each member the target
+    once, of five images; so any function of the option texts alone is right on exactly one
+    instance of each set."""
+    for rows in dataset.rows.values():
+        by_set: dict[frozenset, list[dict]] = {}
+        for row in rows:
+            by_set.setdefault(frozenset(row["option_caption_ids"]), []).append(row)
+        for members in by_set.values():
+            ids = [row["example_id"] for row in members]
+            holds(len(members) == 5, ids)
+            targets = {row["target_caption_id"] for row in members}
+            holds(targets == set(members[0]["option_caption_ids"]), ids)
+            holds(len({row["image_id"] for row in members}) == 5, ids)
+            holds(len({frozenset(row["options"]) for row in members}) == 1, ids)
+
+
 class ClosedSets(DecoyStrategy):
     name = "closed_sets"
     summary = (
@@ -492,7 +510,7 @@ class ClosedSets(DecoyStrategy):
         "(`decoys/closed_set_no_valid_neighbours`, `decoys/closed_set_no_5_clique`, "
         "`decoys/closed_set_neighbours_taken`)."
     )
-    invariants = ("closed_sets",)
+    invariants = (closed_option_sets,)
 
     @classmethod
     def searched(cls, config: StrategyConfig) -> int:

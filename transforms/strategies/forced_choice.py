@@ -51,12 +51,25 @@ from transforms.language.forced_choice_tasks import (
     Result,
     Task,
     TaskContext,
+    main_chunk,
+    mention_alone,
+    replace_mention,
+    swap_people,
 )
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_rng
 from transforms.strategies.base import DecoyStrategy, StrategyConfig
+from transforms.strategies.invariants import WrittenDataset, holds
 from transforms.strategies.scoring import score
 from transforms.strategies.validity import RejectionCounters, choose_valid
+
+HODOSH2016 = """@inproceedings{hodosh2016focused,
+  title = {Focused Evaluation for Image Description with Binary Forced-Choice Tasks},
+  author = {Hodosh, Micah and Hockenmaier, Julia},
+  booktitle = {Proceedings of the 5th Workshop on Vision and Language},
+  pages = {19--28},
+  year = {2016}
+}"""
 
 NOT_SCORED = float("nan")  # an edited distractor has no PV vector: no simPV, simSURF or Score
 REPEATS = "decoys/distractor_repeats_the_target"
@@ -216,13 +229,61 @@ class _Construct(beam.DoFn):
         )
 
 
+def constructed_by_rule(dataset: WrittenDataset) -> None:
+    """Each instance follows its task's construction rule (section 3 of the paper), in terms
+    of the chunker's mentions (whose own precision is measured separately)."""
+    task: Task = dataset.strategy.task
+    caption = {c["caption_id"]: c for c in dataset.corpus}
+    context = TaskContext.build(
+        (
+            (c["caption_id"], c["image_id"], c["text"].split())
+            for c in dataset.corpus
+            if c["split"] == "train"
+        ),
+        min_images=dataset.config.cooccurrence_images,
+    )
+    for row in (row for rows in dataset.rows.values() for row in rows):
+        target = caption[row["target_caption_id"]]
+        text = target["text"].split()
+        label, [decoy_source], [edit] = row["label"], row["decoy_caption_ids"], row["decoy_edits"]
+        answer, decoy = row["options"][label].split(), row["options"][1 - label].split()
+        main = main_chunk(chunk(text), task.kind)
+        holds(main is not None, row["example_id"])
+        mention = text[main.start : main.end]
+        holds(bool(row["option_edits"][label]) == task.target_is_mention, row["example_id"])
+        holds(answer == (mention if task.target_is_mention else text), row["example_id"])
+        if task.pool == OTHER_CAPTIONS:
+            source = caption[decoy_source]
+            holds(not edit and source["text"].split() == decoy, row["example_id"])
+            holds(source["split"] == target["split"], row["example_id"])
+            holds(source["image_id"] != target["image_id"], row["example_id"])
+            holds(main_chunk(chunk(decoy), task.kind).lemma == main.lemma, row["example_id"])
+            continue
+        holds(edit.startswith(f"{task.name}:"), row["example_id"])
+        holds(decoy_source == target["caption_id"], row["example_id"])
+        if task.rule is swap_people:
+            holds(sorted(decoy) == sorted(text) and decoy != text, row["example_id"])
+        elif task.rule is mention_alone:
+            holds(decoy == mention, row["example_id"])
+        else:  # replace: the mention alone differs, by a train mention of an unrelated head
+            holds(task.rule is replace_mention, task.name)
+            end = len(decoy) - (len(text) - main.end)
+            holds(decoy[: main.start] == text[: main.start], row["example_id"])
+            holds(decoy[end:] == text[main.end :], row["example_id"])
+            inserted = " ".join(decoy[main.start : end])
+            drawable = context.mentions[task.kind, main.plural]
+            [lemma] = [lemma for lemma, (texts, _) in drawable.items() if inserted in texts]
+            unrelated = lemma not in context.cooccurring[task.kind].get(main.lemma, ())
+            holds(unrelated, row["example_id"])
+
+
 class ForcedChoice(DecoyStrategy):
     """CorpusRef -> a Selection (target + one distractor) per target its task can build."""
 
     num_options = 2
     pools = ("all",)
-    references = ("hodosh2016",)
-    invariants = ("forced_choice",)
+    references = (HODOSH2016,)
+    invariants = (constructed_by_rule,)
     task: ClassVar[Task]  # its rule, mention kind and distractor pool
 
     def expand(self, corpus_ref):

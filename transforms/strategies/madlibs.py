@@ -26,6 +26,7 @@ from transforms.corpus.store import Corpus, CorpusRef, load_corpus, npy_bytes, r
 from transforms.errors import InputError
 from transforms.files import read_parquet_files, write_file
 from transforms.language.objects import (
+    CATEGORIES,
     image_objects,
     object_matrix,
     rank_same_objects,
@@ -34,7 +35,8 @@ from transforms.language.objects import (
 )
 from transforms.seeds import keyed_rng
 from transforms.strategies.choose import ChoosingStrategy
-from transforms.strategies.random_decoys import RandomDecoys, in_drawn_order
+from transforms.strategies.invariants import WrittenDataset, holds
+from transforms.strategies.random_decoys import YU2015, RandomDecoys, in_drawn_order
 
 OBJECTS_FILE = "objects.npy"  # beside the corpus: images (dense index) x 80 COCO categories
 DRAWN = 12  # closest images per target: three valid captions among them on any real corpus
@@ -148,6 +150,42 @@ def same_objects_report(directory: str) -> dict:
     }
 
 
+def same_objects(dataset: WrittenDataset) -> None:
+    """The objects written are each image's (instances files, else its captions' categories),
+    and every decoy's image is among the DRAWN closest to the target's objects, on a sample:
+    fewer than DRAWN images of the pool share more categories, or as many with fewer others.
+    """
+    corpus, config = dataset.corpus, dataset.config
+    image_ids = sorted({c["image_id"] for c in corpus})
+    if config.objects:
+        sets = read_instances(expand_inputs(config.objects))
+    else:
+        texts: dict[str, list] = {}
+        for caption in corpus:
+            texts.setdefault(caption["image_id"], []).append(caption["text"].split())
+        sets = {image: image_objects(texts[image]) for image in image_ids}
+    written = read_npy(FileSystems.join(dataset.directory, "corpus", OBJECTS_FILE))
+    columns = [category_id for category_id, _, _ in CATEGORIES]
+    for image, row in zip(image_ids, written, strict=True):
+        holds({columns[c] for c in np.flatnonzero(row)} == set(sets[image]), image)
+    split_of = {c["image_id"]: c["split"] for c in corpus}
+    every = [row for rows in dataset.rows.values() for row in rows]
+    rng = np.random.default_rng(2)
+    for index in rng.choice(len(every), size=min(dataset.sample, len(every)), replace=False):
+        row = every[index]
+        target = set(sets[row["image_id"]])
+        pool = [
+            image
+            for image in image_ids
+            if image != row["image_id"]
+            and (config.decoy_pool == "all" or split_of[image] == split_of[row["image_id"]])
+        ]
+        keys = {image: (-len(target & sets[image]), len(sets[image] - target)) for image in pool}
+        for decoy_image in row["decoy_image_ids"]:
+            better = sum(key < keys[decoy_image] for key in keys.values())
+            holds(better < DRAWN, (row["example_id"], decoy_image))
+
+
 class MadlibsHard(ChoosingStrategy):
     name = "madlibs_hard"
     num_options = 4
@@ -163,9 +201,9 @@ class MadlibsHard(ChoosingStrategy):
         "what is in it. statistics.json reports how often the decoys' images have exactly the "
         "target image's objects."
     )
-    references = ("yu2015",)
+    references = (YU2015,)
     reads_objects = True
-    invariants = ("same_objects",)
+    invariants = (same_objects,)
 
     prefer = staticmethod(in_drawn_order)
 

@@ -15,6 +15,13 @@ from transforms.corpus.store import Corpus
 from transforms.seeds import keyed_rng
 from transforms.strategies.choose import ChoosingStrategy
 
+YU2015 = """@inproceedings{yu2015madlibs,
+  title = {Visual Madlibs: Fill in the Blank Description Generation and Question Answering},
+  author = {Yu, Licheng and Park, Eunbyung and Berg, Alexander C. and Berg, Tamara L.},
+  booktitle = {ICCV},
+  year = {2015}
+}"""
+
 DRAWN = 16  # candidates per target: four valid ones among them on any real corpus
 
 
@@ -74,7 +81,7 @@ class RandomDecoys(ChoosingStrategy):
         "captions and the target never is (the audit's novelty guess measures that leak)."
     )
     filterable = True
-    references = ("yu2015",)
+    references = (YU2015,)
 
     prefer = staticmethod(in_drawn_order)
 
