@@ -36,7 +36,6 @@ from dataclasses import dataclass
 
 import faiss
 import numpy as np
-import pyarrow.parquet as pq
 from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
 from pipelines.options import GenerateOptions
@@ -46,13 +45,14 @@ from tests.dataset_checks import (
     check_formats_agree,
     check_instances,
     check_validity,
+    read_corpus,
     read_parquet,
+    written_dataset,
 )
 from transforms.corpus.index import build_index
 from transforms.corpus.store import load_corpus
 from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
-from transforms.strategies.invariants import WrittenDataset
 from transforms.strategies.registry import STRATEGIES
 
 STAGES = (
@@ -243,7 +243,7 @@ def check_output(output: str, neighbours: int, decoys: str) -> dict:
     strategy = STRATEGIES[decoys]
     num_options = strategy.num_options
     rows = {split: read_parquet(output, split) for split in SPLITS}
-    corpus = pq.read_table(os.path.join(output, "corpus", "captions.parquet")).to_pylist()
+    corpus = read_corpus(output)
     split_of = {caption["caption_id"]: caption["split"] for caption in corpus}
     split_sizes = collections.Counter(split_of.values())
     splits = {}
@@ -266,15 +266,7 @@ def check_output(output: str, neighbours: int, decoys: str) -> dict:
     every = [row for split_rows in rows.values() for row in split_rows]
     options = GenerateOptions(input="", output=output, neighbours=neighbours, decoys=decoys)
     check_validity(corpus, every, surf_limit=options.surf_limit, sample=500)
-    written = WrittenDataset(
-        directory=output,
-        strategy=strategy,
-        config=options.strategy_config(),
-        corpus=corpus,
-        rows=rows,
-        sample=50,
-        exact_search=len(corpus) <= options.index_exact_limit,
-    )
+    written = written_dataset(options, corpus, rows, sample=50)
     for invariant in strategy.invariants:
         invariant(written)
     return {"instances": len(every), "splits": splits}

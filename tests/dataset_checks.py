@@ -116,6 +116,25 @@ def check_formats_agree(output: str, split: str, rows: list[dict], num_options: 
         assert text["image_file"] == row["image_file"]
 
 
+def read_corpus(output: str) -> list[dict]:
+    return pq.read_table(os.path.join(output, "corpus", "captions.parquet")).to_pylist()
+
+
+def written_dataset(
+    options: GenerateOptions, corpus: list[dict], rows: dict[str, list[dict]], sample: int
+) -> WrittenDataset:
+    """The version ``options.output``, as its strategy's invariants read it."""
+    return WrittenDataset(
+        directory=options.output,
+        strategy=STRATEGIES[options.decoys],
+        config=options.strategy_config(),
+        corpus=corpus,
+        rows=rows,
+        sample=sample,
+        exact_search=len(corpus) <= options.index_exact_limit,
+    )
+
+
 def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, list[dict]]:
     """All invariants of the dataset ``options`` generated; returns its Parquet rows.
 
@@ -127,7 +146,7 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
     surf_limit, strategy = options.surf_limit, STRATEGIES[options.decoys]
     decoy_pool = options.strategy_config().decoy_pool
     rows = {split: read_parquet(output, split) for split in SPLITS}
-    corpus = pq.read_table(os.path.join(output, "corpus", "captions.parquet")).to_pylist()
+    corpus = read_corpus(output)
     split_images = {
         split: {c["image_id"] for c in corpus if c["split"] == split} for split in SPLITS
     }
@@ -147,15 +166,7 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
                 assert {image_split[i] for i in row["decoy_image_ids"]} == {split}
     every = [row for split in SPLITS for row in rows[split]]
     check_validity(corpus, every, surf_limit, sample=10 * sample)
-    written = WrittenDataset(
-        directory=output,
-        strategy=strategy,
-        config=options.strategy_config(),
-        corpus=corpus,
-        rows=rows,
-        sample=sample,
-        exact_search=len(corpus) <= options.index_exact_limit,
-    )
+    written = written_dataset(options, corpus, rows, sample)
     for invariant in strategy.invariants:
         invariant(written)
     with open(os.path.join(output, "statistics.json")) as handle:

@@ -6,13 +6,12 @@ import dataclasses
 import json
 import os
 
-import pyarrow.parquet as pq
 import pytest
 
 from pipelines.make_corpus import main as make_corpus
 from pipelines.options import GenerateOptions
 from tests.conftest import SMALL, generated
-from tests.dataset_checks import SPLITS, check_dataset, read_parquet
+from tests.dataset_checks import SPLITS, check_dataset, read_corpus, read_parquet, written_dataset
 from transforms.language.forced_choice_tasks import OTHER_CAPTIONS
 from transforms.strategies.closed_sets import ClosedSets
 from transforms.strategies.invariants import InvariantBroken, WrittenDataset
@@ -41,21 +40,13 @@ def test_every_strategy_writes_a_dataset_that_passes_the_common_checks_and_its_o
     assert all(f"```bibtex\n{reference}\n```" in card for reference in strategy.references)
 
 
-def written(strategy, options) -> WrittenDataset:
-    corpus = pq.read_table(os.path.join(options.output, "corpus", "captions.parquet"))
-    return WrittenDataset(
-        directory=options.output,
-        strategy=strategy,
-        config=options.strategy_config(),
-        corpus=corpus.to_pylist(),
-        rows={split: read_parquet(options.output, split) for split in SPLITS},
-        sample=10,
-        exact_search=corpus.num_rows <= options.index_exact_limit,
-    )
+def written(options) -> WrittenDataset:
+    rows = {split: read_parquet(options.output, split) for split in SPLITS}
+    return written_dataset(options, read_corpus(options.output), rows, sample=10)
 
 
 def test_closed_sets_invariant_fails_on_a_set_missing_a_member(strategy_dataset):
-    dataset = written(ClosedSets, strategy_dataset("closed_sets")[1])
+    dataset = written(strategy_dataset("closed_sets")[1])
     [invariant] = ClosedSets.invariants
     invariant(dataset)
     dev = dataset.rows["dev"]
@@ -64,7 +55,7 @@ def test_closed_sets_invariant_fails_on_a_set_missing_a_member(strategy_dataset)
 
 
 def test_mcic_invariants_fail_on_a_decoy_that_is_not_algorithm_1s(strategy_dataset):
-    dataset = written(Mcic, strategy_dataset("mcic")[1])
+    dataset = written(strategy_dataset("mcic")[1])
     for invariant in Mcic.invariants:
         invariant(dataset)
     assert dataset.exact_search  # so the decoys are compared with brute force's
