@@ -22,7 +22,7 @@ DEFAULT_STRATEGY = "closed_sets"
 
 
 def strategy_table() -> str:
-    """The README's table of strategies (``python -m pipelines.options strategies``)."""
+    """The docs table of strategies (``python -m pipelines.cli.tables strategies``)."""
     rows = [
         "| `--decoys` | default pool | what it does | text-only guarantee |",
         "| --- | --- | --- | --- |",
