@@ -28,6 +28,9 @@ setuptools.setup(
         "google-crc32c>=1.5",  # TFRecord framing checksums for Beam's WriteToTFRecord
         "google-api-core>=2.11",  # claims on GCS: the precondition and not-found errors
         "matplotlib>=3.8",  # the dataset card's and the trainer's PNG plots
+        # BLEU as the strategies' invariants recompute simSURF, sharing nothing with the
+        # numba kernel (transforms/strategies/invariants.py, imported beside each strategy)
+        "nltk>=3.8",
     ],
     entry_points={
         # each exits with its main()'s return code; names match their --help (Command.prog).
@@ -58,7 +61,6 @@ setuptools.setup(
         # they use too, comes with the train extra)
         "test": [
             "pytest>=8",
-            "nltk>=3.8",
             "ruff>=0.6",
             "gcp-storage-emulator>=2024.8",
             "pandas>=2",
