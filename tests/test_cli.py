@@ -7,7 +7,8 @@ import re
 import pytest
 
 from pipelines import generate, make_corpus, optimize, preview, rate, regenerate, train
-from pipelines.options import REQUIRED, GenerateOptions, LogOptions, TrainOptions
+from pipelines.options import GenerateOptions, LogOptions, TrainOptions
+from schemas.options import REQUIRED
 
 ENTRY_POINTS = [
     (generate, "dmc-generate", (GenerateOptions, LogOptions)),

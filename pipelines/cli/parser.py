@@ -15,7 +15,8 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
-from pipelines.options import REQUIRED, GenerateOptions, shown_default
+from pipelines.options import GenerateOptions
+from schemas.options import REQUIRED, shown_default
 from transforms.errors import InputError
 
 

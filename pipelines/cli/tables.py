@@ -10,7 +10,6 @@ import dataclasses
 import sys
 
 from pipelines.options import (
-    REQUIRED,
     GenerateOptions,
     LogOptions,
     PreviewOptions,
@@ -19,8 +18,8 @@ from pipelines.options import (
     RateImportOptions,
     RegenerateOptions,
     TrainOptions,
-    shown_default,
 )
+from schemas.options import REQUIRED, shown_default
 from transforms.strategies.registry import strategy_table
 
 TABLES = {

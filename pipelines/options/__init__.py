@@ -2,12 +2,13 @@
 
 One module per command's options (generate, train, regenerate, preview, rate, log), so a
 new option lands beside the others of its command and no module grows into a hotspot;
-fields.py holds what they share. The argparse flags and their --help groups
-(pipelines/cli/parser.py), the manual's option tables (pipelines/cli/tables.py) and the run
-manifest are all derived from these dataclasses; nothing here imports the CLI.
+schemas/options.py holds what every option is made of, and each decoy strategy declares
+its own options beside it, which GenerateOptions takes in from the registry. The argparse
+flags and their --help groups (pipelines/cli/parser.py), the manual's option tables
+(pipelines/cli/tables.py) and the run manifest are all derived from these dataclasses;
+nothing here imports the CLI.
 """
 
-from pipelines.options.fields import REQUIRED, Group, dataset_option, option, shown_default
 from pipelines.options.generate import GenerateOptions
 from pipelines.options.log import LogOptions
 from pipelines.options.preview import PreviewOptions
@@ -16,9 +17,7 @@ from pipelines.options.regenerate import RegenerateOptions
 from pipelines.options.train import TrainOptions
 
 __all__ = [
-    "REQUIRED",
     "GenerateOptions",
-    "Group",
     "LogOptions",
     "PreviewOptions",
     "RateExportOptions",
@@ -26,7 +25,4 @@ __all__ = [
     "RateImportOptions",
     "RegenerateOptions",
     "TrainOptions",
-    "dataset_option",
-    "option",
-    "shown_default",
 ]

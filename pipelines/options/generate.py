@@ -1,27 +1,36 @@
 """generate's (and optimize's and regenerate's) options: the flags of a dataset run.
 
 Each command's options have a module of their own, so a new option lands beside the
-others of its command; what they all share is in fields.py.
+others of its command; what they all share is in schemas/options.py. The decoy
+strategies' own options live beside each strategy (``DecoyStrategy.Options``);
+``GenerateOptions`` is the run's options with every registered strategy's taken in, so
+--help, the manual's table, the manifest and the version name see one flat set of flags.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
-from pipelines.options.fields import REQUIRED, Group, ints, option
+from pipelines.options.fields import ints
 from pipelines.options.train import TrainOptions
 from pipelines.versions import LABEL
+from schemas.options import REQUIRED, Group, below, option
 from transforms.corpus.index import IndexConfig
 from transforms.corpus.paragraph_vectors import PVConfig
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import DECOY_POOLS
 from transforms.errors import InputError
-from transforms.strategies.base import StrategyConfig
+from transforms.strategies.base import DecoyStrategy, StrategyConfig, StrategyOptions
 from transforms.strategies.registry import DEFAULT_STRATEGY, STRATEGIES
 from transforms.strategies.validity import ValidityRules
 from transforms.trainer.dataset_audit import AuditConfig
 
+READ_BY = "read_by"  # a strategy's option's metadata: the strategies (--decoys) that read it
+
 
 @dataclass(frozen=True)
-class GenerateOptions:
+class RunOptions:
+    """The flags of every dataset run, whatever its strategy."""
+
     input: str = option(
         REQUIRED,
         "comma-separated COCO captions_*.json or Flickr token files (paths or globs, "
@@ -63,57 +72,16 @@ class GenerateOptions:
     neighbours: int = option(
         500, "N: candidates per target, the top-N by simPV", group=Group.DECOYS
     )
-    decoys: str = option(
-        DEFAULT_STRATEGY,
-        "the decoy strategy (docs/strategies/)",
-        tuple(STRATEGIES),
-        group=Group.DECOYS,
+    decoys: str = option(  # its choices: the registry's strategies (with_strategy_options)
+        DEFAULT_STRATEGY, "the decoy strategy (docs/strategies/)", group=Group.DECOYS
     )
-    decoy_pool: str = option(
+    decoy_pool: str = option(  # its help ends with each strategy's own (with_strategy_options)
         "",
         "where candidates come from: all (the whole corpus, as in the paper) or split (the "
-        "target's split only); each strategy has its own: "
-        + ", ".join(f"{name} {strategy.pools[0]}" for name, strategy in STRATEGIES.items()),
+        "target's split only); each strategy has its own",
         ("", *DECOY_POOLS),
         group=Group.DECOYS,
         empty_means="the strategy's own",
-    )
-    set_neighbours: int = option(
-        50,
-        "closed_sets: a caption's set is formed among its K nearest captions of its split",
-        group=Group.DECOYS,
-    )
-    set_search_depth: int = option(
-        4,
-        "closed_sets: captions searched per caption, as a multiple of K; its K nearest that "
-        "pass the validity rules both ways round are the ones its sets are formed among",
-        group=Group.DECOYS,
-    )
-    set_memberships: int = option(
-        3,
-        "closed_sets: the most sets a caption may belong to (1: a partition; more: captions the "
-        "partition leaves out get overlay sets among captions in fewer sets)",
-        group=Group.DECOYS,
-    )
-    set_shard_size: int = option(
-        50_000,
-        "closed_sets: sets form in parts of a split of at most this many captions, cut along PV "
-        "space, in parallel; the captions a part leaves out get sets across the parts' borders",
-        group=Group.DECOYS,
-    )
-    objects: str = option(
-        "",
-        "madlibs_hard: COCO instances files (comma-separated paths or globs, e.g. "
-        "annotations/instances_*2014.json) giving each image's objects",
-        group=Group.DECOYS,
-        empty_means="objects read from the captions through the COCO-category lexicon",
-    )
-    cooccurrence_images: int = option(
-        1,
-        "replace_person/replace_scene: two head words co-occur (and never replace each other) "
-        "when the captions of at least this many train images use both; 1 is the paper's rule, "
-        "which on large corpora relates frequent heads such as 'man' to nearly every other",
-        group=Group.DECOYS,
     )
     score_lambda: float = option(
         0.3, "lambda of Score = lambda*simPV + (1-lambda)*simSURF", group=Group.DECOYS
@@ -243,6 +211,11 @@ class GenerateOptions:
             train_sample=self.pv_train_sample,
         )
 
+    def strategy_options(self) -> StrategyOptions:
+        """The chosen strategy's own options, as its ``Options`` declares them."""
+        own = STRATEGIES[self.decoys].Options
+        return own(**{flag.name: getattr(self, flag.name) for flag in dataclasses.fields(own)})
+
     def strategy_config(self) -> StrategyConfig:
         config = StrategyConfig(
             neighbours=self.neighbours,
@@ -253,12 +226,7 @@ class GenerateOptions:
             index=self.index_config(),
             shard_size=self.shard_size,
             batch_size=self.batch_size,
-            set_neighbours=self.set_neighbours,
-            set_search_depth=self.set_search_depth,
-            set_memberships=self.set_memberships,
-            set_shard_size=self.set_shard_size,
-            objects=self.objects,
-            cooccurrence_images=self.cooccurrence_images,
+            options=self.strategy_options(),
             adversarial_rounds=self.adversarial_rounds,
             adversarial_reserve=self.adversarial_reserve,
         )
@@ -296,8 +264,6 @@ class GenerateOptions:
         problems = []
         if self.n_dev < 0 or self.n_test < 0:
             problems.append("--n_dev and --n_test must be >= 0")
-        if self.set_neighbours < 4:
-            problems.append("--set_neighbours must be at least 4 (a set has five members)")
         if self.neighbours < 4:
             problems.append("--neighbours must be at least 4 (four decoys per instance)")
         if not 0.0 <= self.score_lambda <= 1.0:
@@ -306,20 +272,11 @@ class GenerateOptions:
             problems.append("--surf_limit must be in (0, 1]")
         if self.pv_hs not in (0, 1) or (self.pv_hs == 0 and self.pv_negative == 0):
             problems.append("--pv_hs must be 0 or 1, and with 0, --pv_negative must be > 0")
-        for name in (
-            "pv_dim",
-            "pv_epochs",
-            "pv_min_count",
-            "pv_workers",
-            "shard_size",
-            "batch_size",
-            "set_memberships",
-            "set_search_depth",
-            "set_shard_size",
-            "cooccurrence_images",
-        ):
-            if getattr(self, name) < 1:
-                problems.append(f"--{name} must be >= 1")
+        problems += below(
+            self,
+            1,
+            ("pv_dim", "pv_epochs", "pv_min_count", "pv_workers", "shard_size", "batch_size"),
+        )
         try:
             grid, lambdas = self.search_grid(), self.lambdas()
         except ValueError:
@@ -329,19 +286,21 @@ class GenerateOptions:
                 problems.append("--pv_dim_grid and --pv_epochs_grid need positive integers")
             if not lambdas or not all(0.0 <= lam <= 1.0 for lam in lambdas):
                 problems.append("--lambda_grid needs values in [0, 1]")
-        for name in (
-            "ivf_nlist",
-            "ivf_nprobe",
-            "search_threads",
-            "search_sample_images",
-            "output_shards",
-            "audit_sample",
-            "adversarial_rounds",
-            "adversarial_reserve",
-            "pv_train_sample",
-        ):
-            if getattr(self, name) < 0:
-                problems.append(f"--{name} must be >= 0")
+        problems += below(
+            self,
+            0,
+            (
+                "ivf_nlist",
+                "ivf_nprobe",
+                "search_threads",
+                "search_sample_images",
+                "output_shards",
+                "audit_sample",
+                "adversarial_rounds",
+                "adversarial_reserve",
+                "pv_train_sample",
+            ),
+        )
         if self.ivf_scan <= 0:
             problems.append("--ivf_scan must be > 0")
         pools = STRATEGIES[self.decoys].pools
@@ -356,10 +315,53 @@ class GenerateOptions:
                 f"--adversarial_rounds filters the decoys of --decoys {filterable}, "
                 f"not {self.decoys}"
             )
-        if self.objects and not STRATEGIES[self.decoys].reads_objects:
-            readers = " or ".join(name for name, s in STRATEGIES.items() if s.reads_objects)
-            problems.append(f"--objects is read by --decoys {readers}, not {self.decoys}")
+        for flag in dataclasses.fields(self):
+            readers = flag.metadata.get(READ_BY, ())
+            if readers and self.decoys not in readers and getattr(self, flag.name) != flag.default:
+                problems.append(
+                    f"--{flag.name} is read by --decoys {' or '.join(readers)}, not {self.decoys}"
+                )
+        problems += self.strategy_options().problems()
         if self.label and not LABEL.fullmatch(self.label):
             problems.append("--label takes letters, digits, '_' and '-', starting alphanumeric")
         if problems:
             raise InputError("; ".join(problems))
+
+
+def with_metadata(flag: dataclasses.Field, **metadata) -> tuple[str, type, dataclasses.Field]:
+    """``flag`` as a field of another dataclass, its metadata updated by ``metadata``."""
+    field = dataclasses.field(default=flag.default, metadata={**flag.metadata, **metadata})
+    return flag.name, flag.type, field
+
+
+def with_strategy_options(
+    run: type, strategies: dict[str, type[DecoyStrategy]], name: str = "GenerateOptions"
+) -> type:
+    """``run``'s options and every strategy's own, as one frozen dataclass.
+
+    --decoys offers the strategies and --decoy_pool names their pools; each strategy's
+    option says in its help (and READ_BY records) which strategies read it. An option
+    declared twice, or by a strategy and the run, is a TypeError at import.
+    """
+    flags = {flag.name: flag for flag in dataclasses.fields(run)}
+    pools = ", ".join(f"{name} {strategy.pools[0]}" for name, strategy in strategies.items())
+    fields = [
+        with_metadata(flags["decoys"], choices=tuple(strategies)),
+        with_metadata(flags["decoy_pool"], help=f"{flags['decoy_pool'].metadata['help']}: {pools}"),
+    ]
+    readers: dict[type[StrategyOptions], list[str]] = {}
+    for strategy_name, strategy in strategies.items():
+        readers.setdefault(strategy.Options, []).append(strategy_name)
+    for options, names in readers.items():
+        for flag in dataclasses.fields(options):
+            if flag.name in flags:
+                raise TypeError(f"--{flag.name} of {options.__name__} is declared twice")
+            flags[flag.name] = flag
+            help = f"{'/'.join(names)}: {flag.metadata['help']}"
+            fields.append(with_metadata(flag, help=help, **{READ_BY: tuple(names)}))
+    composed = dataclasses.make_dataclass(name, fields, bases=(run,), frozen=True)
+    composed.__module__, composed.__qualname__ = __name__, name  # found by pickle by name
+    return composed
+
+
+GenerateOptions = with_strategy_options(RunOptions, STRATEGIES)

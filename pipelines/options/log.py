@@ -1,11 +1,11 @@
 """LogOptions: the flags every entry point takes besides its own.
 
-Each command's options have a module of their own; what they all share is in fields.py.
+Each command's options have a module of their own; what they all share is in schemas/options.py.
 """
 
 from dataclasses import dataclass
 
-from pipelines.options.fields import Group, option
+from schemas.options import Group, option
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
 """dmc-rate's options: one dataclass per subcommand (export, import, filter).
 
-Each command's options have a module of their own; what they all share is in fields.py.
+Each command's options have a module of their own; what they all share is in schemas/options.py.
 """
 
 from dataclasses import dataclass
 
-from pipelines.options.fields import REQUIRED, Group, dataset_option, option
+from pipelines.options.fields import dataset_option
+from schemas.options import REQUIRED, Group, option
 from transforms.errors import InputError
 
 

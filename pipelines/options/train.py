@@ -1,11 +1,12 @@
 """The trainer's options (dmc-train; regenerate --train uses their defaults).
 
-Each command's options have a module of their own; what they all share is in fields.py.
+Each command's options have a module of their own; what they all share is in schemas/options.py.
 """
 
 from dataclasses import dataclass
 
-from pipelines.options.fields import REQUIRED, Group, dataset_option, ints, option
+from pipelines.options.fields import dataset_option, ints
+from schemas.options import REQUIRED, Group, option
 from transforms.errors import InputError
 from transforms.trainer.features import FeatureConfig
 from transforms.trainer.models import DECODINGS, TrainConfig, Vec2seqSize

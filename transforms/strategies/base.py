@@ -3,9 +3,11 @@
 A strategy is a PTransform from the corpus (a ``CorpusRef``) to
 ``{"selections": Selection, "skipped": Skip}`` (``Reserved`` instead of Selection when
 ``config.reserve``: strategies without a guarantee), plus class attributes that
-the options, the docs and the dataset card read, and the checks its datasets pass
-(``invariants``). A new strategy is one module with one such class, listed in
-``transforms/strategies/registry.py``.
+the options, the docs and the dataset card read, the checks its datasets pass
+(``invariants``) and its own options (``Options``: generate's flags, --help, the manual's
+table and validation take them in from the registry). A new strategy is one module with
+one such class, listed in ``transforms/strategies/registry.py`` (docs/contributing.md
+walks through one).
 """
 
 import dataclasses
@@ -30,8 +32,23 @@ NEIGHBOURS_MAY_FIT = (
 
 
 @dataclass(frozen=True)
+class StrategyOptions:
+    """A strategy's own options: none unless it declares a subclass as its ``Options``.
+
+    Fields are made with ``schemas.options.option`` (group ``Group.DECOYS``), so --help and
+    the manual say what the CLI's other options say; their names must be new among
+    generate's flags. generate refuses them set away from their defaults for a strategy
+    that does not read them, and ``problems`` says which values are wrong.
+    """
+
+    def problems(self) -> list[str]:
+        return []
+
+
+@dataclass(frozen=True)
 class StrategyConfig:
-    """What a strategy may read; meanings and defaults live in ``GenerateOptions``."""
+    """What a strategy may read; meanings and defaults live in ``GenerateOptions`` and, for
+    its own options, in its ``Options``."""
 
     neighbours: int
     score_lambda: float
@@ -41,12 +58,7 @@ class StrategyConfig:
     index: IndexConfig
     shard_size: int
     batch_size: int
-    set_neighbours: int  # closed sets: K, the neighbours a set is formed from
-    set_search_depth: int  # closed sets: captions searched per caption, as a multiple of K
-    set_memberships: int  # closed sets: the most sets one caption may belong to
-    set_shard_size: int  # closed sets: the most captions of one part sets form in
-    cooccurrence_images: int  # forced choice: images that make two head words co-occur
-    objects: str  # madlibs_hard: COCO instances files or globs, comma-separated; "": captions
+    options: StrategyOptions  # the strategy's own, an instance of its ``Options``
     adversarial_rounds: int  # > 0: emit Reserved (Selection + reserve) for AdversarialFilter
     adversarial_reserve: int  # further valid candidates kept per target when rounds > 0
 
@@ -70,10 +82,10 @@ class DecoyStrategy(beam.PTransform):
     guarantee: ClassVar[str] = ""  # why no text-only model beats chance, if that holds by design
     limitations: ClassVar[str]  # what a user of its datasets must know (the dataset card)
     references: ClassVar[tuple[str, ...]] = ()  # BibTeX of the papers it follows (for the card)
-    reads_objects: ClassVar[bool] = False  # decoys depend on each image's objects (--objects)
     filterable: ClassVar[bool] = False  # --adversarial_rounds may swap its decoys (5 options only)
     # What holds beyond the validity rules (which always do): checks of a written version.
     invariants: ClassVar[tuple[Invariant, ...]] = ()
+    Options: ClassVar[type[StrategyOptions]] = StrategyOptions  # its own flags (class above)
 
     def __init__(self, config: StrategyConfig):
         super().__init__()

@@ -40,12 +40,14 @@ a caption a part holds joins at most one set across borders, under ``.m``.
 """
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import apache_beam as beam
 import numpy as np
 from apache_beam.metrics import Metrics
 
+from schemas.options import Group, below, option
 from schemas.records import SKIPPED, Selection, Skip
 from transforms.corpus.neighbours import (
     BuildIndexes,
@@ -62,7 +64,12 @@ from transforms.corpus.store import Corpus, CorpusRef
 from transforms.corpus.surface import sim_surf_batch
 from transforms.progress import timed
 from transforms.seeds import keyed_int
-from transforms.strategies.base import NEIGHBOURS_MAY_FIT, DecoyStrategy, StrategyConfig
+from transforms.strategies.base import (
+    NEIGHBOURS_MAY_FIT,
+    DecoyStrategy,
+    StrategyConfig,
+    StrategyOptions,
+)
 from transforms.strategies.choose import decoys_at
 from transforms.strategies.grouping import COVERED, LEFT_OUT, border_sets, form_sets
 from transforms.strategies.invariants import WrittenDataset, holds
@@ -84,6 +91,39 @@ LEFTOVER_DEPTH = 4
 BORDER_CANDIDATES = 32
 # Skip reasons of a caption in no set, one per grouping.LEFT_OUT reason.
 LEFT_OUT_REASONS = {code: f"decoys/closed_set_{why}" for code, why in LEFT_OUT.items()}
+
+
+@dataclass(frozen=True)
+class ClosedSetsOptions(StrategyOptions):
+    set_neighbours: int = option(
+        50,
+        "a caption's set is formed among its K nearest captions of its split",
+        group=Group.DECOYS,
+    )
+    set_search_depth: int = option(
+        4,
+        "captions searched per caption, as a multiple of K; its K nearest that pass the "
+        "validity rules both ways round are the ones its sets are formed among",
+        group=Group.DECOYS,
+    )
+    set_memberships: int = option(
+        3,
+        "the most sets a caption may belong to (1: a partition; more: captions the partition "
+        "leaves out get overlay sets among captions in fewer sets)",
+        group=Group.DECOYS,
+    )
+    set_shard_size: int = option(
+        50_000,
+        "sets form in parts of a split of at most this many captions, cut along PV space, in "
+        "parallel; the captions a part leaves out get sets across the parts' borders",
+        group=Group.DECOYS,
+    )
+
+    def problems(self) -> list[str]:
+        small = ["--set_neighbours must be at least 4 (a set has five members)"]
+        return (small if self.set_neighbours < 4 else []) + below(
+            self, 1, ("set_memberships", "set_search_depth", "set_shard_size")
+        )
 
 
 class Edges(NamedTuple):
@@ -511,16 +551,17 @@ class ClosedSets(DecoyStrategy):
         "`decoys/closed_set_neighbours_taken`)."
     )
     invariants = (closed_option_sets,)
+    Options = ClosedSetsOptions
 
     @classmethod
     def searched(cls, config: StrategyConfig) -> int:
-        return config.set_neighbours * config.set_search_depth
+        return config.options.set_neighbours * config.options.set_search_depth
 
     def expand(self, corpus_ref):
-        config = self.config
+        config, own = self.config, self.config.options
         indexed = corpus_ref | "BuildIndex" >> BuildIndexes(corpus=self.corpus)
         trees = indexed | "PlanParts" >> beam.Map(
-            plan_trees, corpus=self.corpus, shard_size=config.set_shard_size, seed=config.seed
+            plan_trees, corpus=self.corpus, shard_size=own.set_shard_size, seed=config.seed
         )
         formed = (
             indexed
@@ -533,7 +574,7 @@ class ClosedSets(DecoyStrategy):
             )
             | "AllowedPairs"
             >> beam.ParDo(
-                _AllowedPairs(self.corpus, config.rules, config.set_neighbours),
+                _AllowedPairs(self.corpus, config.rules, own.set_neighbours),
                 trees=beam.pvalue.AsSingleton(trees),
             )
             | "ByPart" >> beam.GroupByKey()
@@ -544,8 +585,8 @@ class ClosedSets(DecoyStrategy):
                     config.rules,
                     config.score_lambda,
                     config.seed,
-                    config.set_shard_size,
-                    config.set_memberships,
+                    own.set_shard_size,
+                    own.set_memberships,
                 )
             ).with_outputs(LEFTOVERS, main="selections")
         )
@@ -565,7 +606,7 @@ class ClosedSets(DecoyStrategy):
                     config.score_lambda,
                     config.rules.limit,
                     config.seed,
-                    config.set_memberships,
+                    own.set_memberships,
                 )
             ).with_outputs(SKIPPED, main="selections")
         )

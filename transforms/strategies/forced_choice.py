@@ -30,6 +30,7 @@ import numpy as np
 from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
 
+from schemas.options import Group, below, option
 from schemas.records import SKIPPED, Decoy, Selection, Skip
 from transforms.corpus.neighbours import shard_ranges
 from transforms.corpus.split import SPLITS
@@ -58,7 +59,7 @@ from transforms.language.forced_choice_tasks import (
 )
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_rng
-from transforms.strategies.base import DecoyStrategy, StrategyConfig
+from transforms.strategies.base import DecoyStrategy, StrategyConfig, StrategyOptions
 from transforms.strategies.invariants import WrittenDataset, holds
 from transforms.strategies.scoring import score
 from transforms.strategies.validity import RejectionCounters, choose_valid
@@ -240,7 +241,7 @@ def constructed_by_rule(dataset: WrittenDataset) -> None:
             for c in dataset.corpus
             if c["split"] == "train"
         ),
-        min_images=dataset.config.cooccurrence_images,
+        min_images=dataset.strategy.min_images(dataset.config),
     )
     for row in (row for rows in dataset.rows.values() for row in rows):
         target = caption[row["target_caption_id"]]
@@ -286,6 +287,12 @@ class ForcedChoice(DecoyStrategy):
     invariants = (constructed_by_rule,)
     task: ClassVar[Task]  # its rule, mention kind and distractor pool
 
+    @classmethod
+    def min_images(cls, config: StrategyConfig) -> int:
+        """Train images whose captions make two head words co-occur: only replacements
+        consult co-occurrence, so the other tasks' contexts keep the paper's 1."""
+        return 1
+
     def expand(self, corpus_ref):
         # A whole-caption distractor comes from the target's own split (module docstring).
         own_split = self.task.pool == OTHER_CAPTIONS
@@ -297,7 +304,7 @@ class ForcedChoice(DecoyStrategy):
             >> beam.ParDo(
                 _Construct(
                     self.task,
-                    SharedTasks(Shared(), self.config.cooccurrence_images, own_split),
+                    SharedTasks(Shared(), self.min_images(self.config), own_split),
                     self.config,
                 )
             ).with_outputs(SKIPPED, main="selections")
@@ -321,14 +328,38 @@ class SwitchPeople(ForcedChoice):
     )
 
 
-class ReplacePerson(ForcedChoice):
+@dataclass(frozen=True)
+class CooccurrenceOptions(StrategyOptions):
+    cooccurrence_images: int = option(
+        1,
+        "two head words co-occur (and never replace each other) when the captions of at least "
+        "this many train images use both; 1 is the paper's rule, which on large corpora "
+        "relates frequent heads such as 'man' to nearly every other",
+        group=Group.DECOYS,
+    )
+
+    def problems(self) -> list[str]:
+        return below(self, 1, ("cooccurrence_images",))
+
+
+class Replacement(ForcedChoice):
+    """A task whose distractor replaces a mention by a train one of an unrelated head."""
+
+    Options = CooccurrenceOptions
+
+    @classmethod
+    def min_images(cls, config: StrategyConfig) -> int:
+        return config.options.cooccurrence_images
+
+
+class ReplacePerson(Replacement):
     task = REPLACE_PERSON
     name = task.name
     summary = "Hodosh et al.: the caption with its main person mention replaced by a training one"
     limitations = EDIT_LIMITATION
 
 
-class ReplaceScene(ForcedChoice):
+class ReplaceScene(Replacement):
     task = REPLACE_SCENE
     name = task.name
     summary = (

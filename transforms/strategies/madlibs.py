@@ -13,12 +13,14 @@ takes the ``DRAWN`` closest images of its pool in that order, one caption of eac
 
 import dataclasses
 import logging
+from dataclasses import dataclass
 
 import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.layout import PARQUET, shard_pattern
+from schemas.options import Group, option
 from transforms.corpus.neighbours import Finder, Pool, pool_similarities
 from transforms.corpus.read import expand_inputs
 from transforms.corpus.split import SPLITS
@@ -34,6 +36,7 @@ from transforms.language.objects import (
     tie_keys,
 )
 from transforms.seeds import keyed_rng
+from transforms.strategies.base import StrategyOptions
 from transforms.strategies.choose import ChoosingStrategy
 from transforms.strategies.invariants import WrittenDataset, holds
 from transforms.strategies.random_decoys import YU2015, RandomDecoys, in_drawn_order
@@ -53,6 +56,17 @@ class MadlibsEasy(RandomDecoys):
     # training captions and the target never is (on val2017 the novelty guess got 31.9%).
     pools = ("split", "all")
     filterable = False
+
+
+@dataclass(frozen=True)
+class MadlibsHardOptions(StrategyOptions):
+    objects: str = option(
+        "",
+        "COCO instances files (comma-separated paths or globs, e.g. "
+        "annotations/instances_*2014.json) giving each image's objects",
+        group=Group.DECOYS,
+        empty_means="objects read from the captions through the COCO-category lexicon",
+    )
 
 
 def objects_of_images(corpus: Corpus, objects: str) -> np.ndarray:
@@ -157,8 +171,8 @@ def same_objects(dataset: WrittenDataset) -> None:
     """
     corpus, config = dataset.corpus, dataset.config
     image_ids = sorted({c["image_id"] for c in corpus})
-    if config.objects:
-        sets = read_instances(expand_inputs(config.objects))
+    if config.options.objects:
+        sets = read_instances(expand_inputs(config.options.objects))
     else:
         texts: dict[str, list] = {}
         for caption in corpus:
@@ -202,8 +216,8 @@ class MadlibsHard(ChoosingStrategy):
         "target image's objects."
     )
     references = (YU2015,)
-    reads_objects = True
     invariants = (same_objects,)
+    Options = MadlibsHardOptions
 
     prefer = staticmethod(in_drawn_order)
 
@@ -212,7 +226,9 @@ class MadlibsHard(ChoosingStrategy):
         return {"same_objects": same_objects_report(directory)}
 
     def prepare(self, corpus_ref):
-        return corpus_ref | "ImageObjects" >> beam.Map(write_objects, objects=self.config.objects)
+        return corpus_ref | "ImageObjects" >> beam.Map(
+            write_objects, objects=self.config.options.objects
+        )
 
     def finder(self) -> Finder:
         return SameObjects(seed=self.config.seed, drawn=DRAWN)
