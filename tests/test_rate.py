@@ -32,6 +32,7 @@ from tests.conftest import SMALL, generated
 from tests.version_checks import version_files
 from transforms.errors import InputError
 from transforms.files import read_parquet_files
+from transforms.report.rating_app import render_app
 from transforms.report.ratings import (
     DUPLICATE,
     GOLD,
@@ -458,6 +459,40 @@ def test_the_app_is_answered_in_chromium_and_the_import_reports_the_chosen_table
     assert {path for path in same - changed if source[path] != filtered[path]} == set()
     assert main(["filter", "--ratings", str(ratings), "--output", str(output)]) == 0
     assert capsys.readouterr().out.startswith("up to date: ")
+
+
+# Texts that ended, or commented out, the page's <script> when only "</" was escaped (no
+# "-->" among them: it would close the comment the first one opens).
+PAYLOADS = ("<!--<script>", "</script><script>document.title = 'x'</script>", "& ]]> &amp;")
+
+
+def test_no_text_of_the_job_can_stop_the_app_in_chromium(job, tmp_path):
+    page = (job / APP_DIRECTORY / APP_FILE).read_text(encoding="utf-8")
+    start = page.index('<script type="application/json" id="job">')
+    embedded = page[page.index(">", start) + 1 : page.index("</script>", start)]
+    shown = json.loads(embedded)
+    shown["title"] = PAYLOADS[0]
+    first = shown["training"][0]
+    first["options"] = [*PAYLOADS, *first["options"]][: len(first["options"])]
+    first["image_file"], first["image"] = PAYLOADS[0], {"kind": "missing", "src": ""}
+    hostile = job / APP_DIRECTORY / "hostile.html"
+    hostile.write_text(render_app(shown), encoding="utf-8")
+    browser = Browser()
+    try:
+        browser.load(hostile.as_uri())
+        browser.click("#rater-id")
+        browser.type_text("r1")
+        browser.press("Enter")
+        browser.wait_until("document.getElementById('card').dataset.mode === 'training'")
+        texts = browser.evaluate(
+            "[...document.querySelectorAll('#card .option span')].map(e => e.textContent)"
+        )
+        title = browser.evaluate("document.querySelector('h1').textContent")
+        placeholder = browser.evaluate("document.querySelector('#card .placeholder').textContent")
+    finally:
+        browser.close()
+    assert texts == first["options"] and title == PAYLOADS[0]
+    assert placeholder == f"image not available{PAYLOADS[0]}"
 
 
 def test_crowd_upload_and_its_results_give_the_same_table(job, tmp_path, capsys):

@@ -23,14 +23,20 @@ from string import Template
 
 from transforms.report import assets
 
+# Written as JSON escapes inside the page's <script>: no text of the job can then end the
+# element (``</script>``) or open an HTML comment (``<!--``) that swallows the app's script.
+SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
 
 def job_json(job: dict) -> str:
-    """The job as JSON that cannot end its <script> element: ``</`` is written ``<\\/``.
+    """The job as JSON that no string in it can break out of, or comment out, the page's
+    <script> element with: ``<``, ``>`` and ``&`` are written as ``\\u`` escapes, which
+    JSON.parse reads back as they were (these characters occur only inside strings).
 
-    >>> job_json({"a": "</script>"})
-    '{"a": "<\\\\/script>"}'
+    >>> print(job_json({"a": "<!--<script> & </script>"}))
+    {"a": "\\u003c!--\\u003cscript\\u003e \\u0026 \\u003c/script\\u003e"}
     """
-    return json.dumps(job, ensure_ascii=False).replace("</", "<\\/")
+    return json.dumps(job, ensure_ascii=False).translate(SCRIPT_SAFE)
 
 
 def render_app(job: dict) -> str:
