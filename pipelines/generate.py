@@ -17,7 +17,6 @@ On Dataflow::
 """
 
 import dataclasses
-import json
 import logging
 import sys
 from dataclasses import dataclass
@@ -50,7 +49,7 @@ from transforms.dataset.instances import BuildInstances
 from transforms.dataset.statistics import WriteSkips, table_one
 from transforms.dataset.write import WriteInstances, records_written
 from transforms.errors import InputError
-from transforms.files import check_location, check_writable, read_file, write_json
+from transforms.files import check_location, check_writable, read_json, write_json
 from transforms.search.optimize import report_table
 from transforms.strategies.adversarial import REPORT_FILE as ADVERSARIAL_FILE
 from transforms.strategies.adversarial import AdversarialFilter
@@ -134,7 +133,7 @@ def input_checksums(options: GenerateOptions, inputs: list[str]) -> list[dict]:
 def up_to_date(output: str, version: Version) -> Generated:
     verify_version(version.directory)
     point_latest(output, version)
-    statistics = json.loads(read_file(FileSystems.join(version.directory, STATISTICS_FILE)))
+    statistics = read_json(FileSystems.join(version.directory, STATISTICS_FILE))
     return Generated(version, statistics, up_to_date=True)
 
 
@@ -209,8 +208,8 @@ def strategy_sections(options: GenerateOptions) -> dict:
     if report:
         sections["strategy"] = report
     if options.adversarial_rounds:
-        report = read_file(FileSystems.join(options.output, ADVERSARIAL_FILE))
-        sections["adversarial_filtering"] = json.loads(report)
+        report = read_json(FileSystems.join(options.output, ADVERSARIAL_FILE))
+        sections["adversarial_filtering"] = report
     return sections
 
 

@@ -27,7 +27,8 @@ from pipelines.versions import (
     publish,
 )
 from transforms.dataset.statistics import compute_statistics, read_written, unaccounted
-from transforms.files import write_file, write_json
+from transforms.errors import InputError
+from transforms.files import remove_empty_folder, write_file, write_json
 from transforms.report.card import CARD_FILE, version_card
 from transforms.report.plots import dataset_plots
 from transforms.trainer.dataset_audit import AuditConfig, audit_dataset
@@ -72,13 +73,25 @@ def write_version(
     None when another run completed it while this one waited to claim it.
 
     Another run holding the claim stops this one with an InputError, before
-    anything in the version is cleared or written.
+    anything in the version is cleared or written. A run refused for bad input
+    (InputError) leaves nothing behind: neither its files nor an empty folder.
     """
-    with claimed(version.directory):
-        if is_complete(version.directory):
-            return None
-        clear_incomplete(version)
-        return finish(output, version, produce(version.directory))
+    try:
+        with claimed(version.directory):
+            if is_complete(version.directory):
+                return None
+            clear_incomplete(version)
+            try:
+                produced = produce(version.directory)
+            except InputError:
+                clear_incomplete(version, left_by="this run, refused for bad input")
+                raise
+            return finish(output, version, produced)
+    except InputError:
+        # the claim is released by now; OUTPUT/versions goes too if this was its only one
+        remove_empty_folder(version.directory)
+        remove_empty_folder(FileSystems.split(version.directory)[0])
+        raise
 
 
 def finish(output: str, version: Version, produced: Produced) -> Published:

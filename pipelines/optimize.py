@@ -12,7 +12,6 @@ wmgs-rank with the winning model, and writes ``<output>/search/report.json``
 generates with its winners.
 """
 
-import json
 import sys
 
 import apache_beam as beam
@@ -23,7 +22,7 @@ from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.read import expand_inputs
-from transforms.files import read_file, write_json
+from transforms.files import read_json, write_json
 from transforms.search.optimize import SearchHyperParameters, report_table
 
 SEARCH_DIRECTORY = "search"
@@ -61,7 +60,7 @@ def run_search(options: GenerateOptions, beam_args: list[str]) -> dict:
     build_search(pipeline, options, expand_inputs(options.input))
     run_to_completion(pipeline)
     path = FileSystems.join(options.output, SEARCH_DIRECTORY, REPORT_FILE)
-    return json.loads(read_file(path))
+    return read_json(path)
 
 
 COMMAND = Command(

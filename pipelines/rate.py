@@ -57,7 +57,9 @@ from transforms.files import (
     check_location,
     check_writable,
     list_files,
+    parse_json,
     read_file,
+    read_json,
     read_parquet_files,
     write_file,
     write_json,
@@ -86,6 +88,7 @@ from transforms.seeds import keyed_int, keyed_rng
 from transforms.strategies.registry import STRATEGIES
 
 JOB_FILE = "job.json"
+JOB_KEYS = ("job", "dataset", "version", "split", "raters", "items")  # what import reads
 APP_DIRECTORY = "app"
 APP_FILE = "index.html"
 CROWD_FILE = "crowd.csv"
@@ -225,13 +228,26 @@ def read_job(folder: str) -> dict:
     path = FileSystems.join(folder, JOB_FILE)
     if not FileSystems.exists(path):
         raise InputError(f"{path}: no such file; --job takes the folder dmc-rate export wrote")
-    return json.loads(read_file(path))
+    job = read_json(path, dict, "the answer key dmc-rate export writes")
+    try:
+        missing = [key for key in JOB_KEYS if key not in job]
+        if missing:
+            raise KeyError(", ".join(missing))
+        job_items(job)
+    except (KeyError, TypeError, ValueError) as error:
+        raise InputError(
+            f"{path}: not the answer key dmc-rate export writes (no or malformed {error}); "
+            "export the job again"
+        ) from None
+    return job
 
 
 def job_items(job: dict) -> dict[str, Item]:
+    if not isinstance(job["items"], list):
+        raise TypeError("items: not a list")
     return {
         item["example_id"]: Item(
-            item["example_id"], item["kind"], tuple(item["options"]), item["label"]
+            item["example_id"], item["kind"], tuple(item["options"]), int(item["label"])
         )
         for item in job["items"]
     }
@@ -425,10 +441,14 @@ def filter_version(options: RateFilterOptions) -> str:
         raise InputError(
             f"{report_path}: no such file; --ratings takes the folder dmc-rate import wrote"
         )
-    report_data = read_file(report_path)
-    results_data = read_file(FileSystems.join(options.ratings, RESULTS_FILE))
-    report = json.loads(report_data)
-    results = [json.loads(line) for line in results_data.decode("utf-8").splitlines() if line]
+    results_path = FileSystems.join(options.ratings, RESULTS_FILE)
+    report_data, results_data = read_file(report_path), read_file(results_path)
+    report = parse_json(report_path, report_data)
+    results = [
+        parse_json(f"{results_path}: line {number}", line)
+        for number, line in enumerate(results_data.decode("utf-8").splitlines(), 1)
+        if line
+    ]
     raters, split, source = report["raters"], report["split"], report["dataset"]
     if options.min_right > raters:
         raise InputError(f"--min_right {options.min_right}: the job had {raters} raters")

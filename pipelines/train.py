@@ -22,7 +22,6 @@ Needs the ``train`` extra (PyTorch, scikit-learn, pycocoevalcap). On Dataflow
 
 import dataclasses
 import importlib.metadata
-import json
 import sys
 import tempfile
 
@@ -39,7 +38,7 @@ from transforms.files import (
     check_location,
     check_writable,
     delete_folder,
-    read_file,
+    read_json,
     write_file,
     write_json,
 )
@@ -127,7 +126,7 @@ def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
         delete_folder(examples)
     path = FileSystems.join(options.output, METRICS_FILE)
     metrics = {
-        **json.loads(read_file(path)),
+        **read_json(path),
         "dataset": dataset,
         "image_features": options.image_features or "concept",
         "options": dataclasses.asdict(options),

@@ -39,7 +39,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.claims import LOCK_FILE
 from schemas.layout import SHARD_NAME
 from transforms.errors import InputError
-from transforms.files import list_files, read_file, write_file
+from transforms.files import list_files, read_file, read_json, write_file
 from transforms.report.card import CARD_FILE, root_card
 
 COMPLETE_FILE = "_COMPLETE"
@@ -244,8 +244,8 @@ def plan_version(output: str, name: str, *, force: bool) -> Version:
         attempt += 1
 
 
-def clear_incomplete(version: Version) -> None:
-    """Removes what a failed run left in this version, so its shards cannot mix with ours.
+def clear_incomplete(version: Version, left_by: str = "a failed run") -> None:
+    """Removes what ``left_by`` left in this version, so its shards cannot mix with ours.
 
     Call only while holding the version's claim (:mod:`pipelines.claims`): the
     files are then a dead run's, never those of a run still writing.
@@ -254,9 +254,10 @@ def clear_incomplete(version: Version) -> None:
     left = [path for path in list_files(FileSystems.join(version.directory, "**")) if path != claim]
     if left:
         logging.warning(
-            "removing %d files of incomplete version %s left by a failed run",
+            "removing %d files of incomplete version %s left by %s",
             len(left),
             version.directory,
+            left_by,
         )
         FileSystems.delete(left)
 
@@ -338,4 +339,4 @@ def completed_dataset(path: str) -> str:
 
 
 def read_manifest(directory: str) -> dict:
-    return json.loads(read_file(FileSystems.join(directory, MANIFEST_FILE)))
+    return read_json(FileSystems.join(directory, MANIFEST_FILE))

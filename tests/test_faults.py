@@ -99,6 +99,14 @@ def _bad_inputs(tmp: pathlib.Path, corpus: str, model: str) -> list[tuple[list[s
             f"{model}: the model was trained on other captions (or in another order) than "
             "this corpus",
         ),
+        (
+            ["--input", _write(tmp / "nested.json", b'{"images": ' + b"[" * 100_000), *out],
+            f"{tmp / 'nested.json'}: JSON nested too deeply to read",
+        ),
+        (
+            ["--input", _write(tmp / "array.json", b"[]"), *out],
+            f"{tmp / 'array.json'}: a JSON array; a COCO captions file is a JSON object",
+        ),
         (["--input", corpus, *out, "--neighbors", "20"], "unknown flag --neighbors (did you mean"),
         (["--input", corpus, *out, "--sead", "7"], "unknown flag --sead (did you mean --seed?)"),
         (
@@ -130,6 +138,8 @@ def test_bad_inputs_are_one_line_on_stderr_and_exit_code_2(
         assert (result.returncode, len(lines)) == (2, 1), (args, result.stderr[-3000:])
         assert lines[0].startswith("error: ") and message in lines[0], (args, lines)
         assert not (tmp_path / "out" / "latest.txt").exists()
+        # nothing left behind: no version folder, files in one, nor an empty versions/
+        assert not (tmp_path / "out" / "versions").exists(), (args, lines)
 
 
 def test_misspelt_flags_are_refused_by_every_entry_point(tmp_path):

@@ -144,7 +144,7 @@ ANNOTATIONS = _instances()["annotations"]
     ("document", "message"),
     [
         ("{not json", "malformed JSON at line 1"),
-        ([], "the document is not an object"),
+        ([], "a JSON array; a COCO instances file is a JSON object"),
         (_instances(categories=None), "the document: 'categories' is null"),
         ({"images": [], "annotations": []}, "the document has no 'categories'"),
         (_instances(images={"id": 1}), "'images' is not a list"),

@@ -600,6 +600,37 @@ def test_bad_input_is_one_line_naming_it(job, tmp_path, capsys):
         "error: unknown command 'rate'; usage: dmc-rate {export,import,filter} [option ...]"
     )
     assert not os.path.exists("o")
+    nested = tmp_path / "nested.json"
+    nested.write_text('{"rater": ' + "[" * 100_000)
+    assert error(["import", "--job", str(job), "--answers", str(nested)]).startswith(
+        f"error: {nested}: JSON nested too deeply to read"
+    )
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    key = json.loads((job / JOB_FILE).read_text())
+    for text, message in (
+        ("not json", "malformed JSON at line 1, column 1: Expecting value"),
+        ("[]", "a JSON array; the answer key dmc-rate export writes is a JSON object"),
+        (json.dumps({**key, "items": 3}), "not the answer key dmc-rate export writes (no or "),
+        (json.dumps({**key, "items": [{"kind": "rated"}]}), "(no or malformed 'example_id')"),
+        (json.dumps({k: v for k, v in key.items() if k != "raters"}), "(no or malformed 'raters')"),
+    ):
+        (broken / JOB_FILE).write_text(text)
+        line = error(["import", "--job", str(broken), "--answers", str(answers)])
+        assert line.startswith(f"error: {broken / JOB_FILE}: ") and message in line, line
+
+
+@pytest.mark.parametrize("option", [1.7, True, "1.0", None])
+def test_an_option_that_is_not_an_integer_is_malformed_in_json_as_in_csv(option):
+    data = json.dumps(
+        {"rater": "r", "answers": [{"example_id": "a", "option": option, "seconds": 3}]}
+    )
+    answers, malformed = read_answers("a.json", data.encode())
+    assert answers == []
+    assert malformed == [
+        "a.json: row 1: "
+        + ("no option" if option is None else f"option {option!r} is not an integer")
+    ]
 
 
 def test_the_job_depends_on_the_seed_only(small_dataset, job, tmp_path, capsys):

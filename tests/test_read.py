@@ -47,6 +47,8 @@ def test_flickr_token_lines():
     ("data", "message"),
     [
         (b'{"images": [], "annotations": [', "in.json: malformed JSON at line 1"),
+        (b'{"images": ' + b"[" * 100_000, "in.json: JSON nested too deeply to read"),
+        (b"[1, 2]", "in.json: a JSON array; a COCO captions file is a JSON object"),
         (json.dumps({"images": []}).encode(), "in.json: no 'annotations' list"),
         (
             json.dumps(

@@ -1,11 +1,13 @@
 """Whole-file reads and writes through Beam's filesystems (local paths, gs://, ...)."""
 
+import contextlib
 import io
 import json
 import os
 import re
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -28,6 +30,42 @@ def read_file(path: str) -> bytes:
         return handle.read()
 
 
+# What JSON calls the Python types json.loads returns, for the errors below.
+JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number"}
+
+
+def parse_json(path: str, data: bytes | str, kind: type = dict, what: str = "it") -> Any:
+    """The JSON document of ``path``, whose top level must be a ``kind`` (``what``: what the
+    file is, for the error), or a one-line InputError naming the file: not UTF-8, malformed,
+    nested too deeply for Python to read, or another type at the top.
+
+    >>> parse_json("a.json", b'[1]', dict, "a COCO captions file")
+    Traceback (most recent call last):
+    ...
+    transforms.errors.InputError: a.json: a JSON array; a COCO captions file is a JSON object
+    """
+    try:
+        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+        document = json.loads(text)
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: not UTF-8 (byte {error.start}); JSON files are UTF-8") from error
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+        ) from error
+    except RecursionError as error:
+        raise InputError(f"{path}: JSON nested too deeply to read ({error})") from error
+    if not isinstance(document, kind):
+        found = JSON_TYPES.get(type(document), "true, false or null")
+        raise InputError(f"{path}: a JSON {found}; {what} is a JSON {JSON_TYPES[kind]}")
+    return document
+
+
+def read_json(path: str, kind: type = dict, what: str = "it") -> Any:
+    """``parse_json`` of the file at ``path``: every JSON file is read through here."""
+    return parse_json(path, read_file(path), kind, what)
+
+
 def write_file(path: str, data: bytes) -> None:
     with FileSystems.create(path) as handle:
         handle.write(data)
@@ -45,6 +83,14 @@ def delete_folder(directory: str) -> None:
         FileSystems.delete(files)
     if FileSystems.exists(directory):
         FileSystems.delete([directory])
+
+
+def remove_empty_folder(directory: str) -> None:
+    """Removes a local folder that holds nothing; on GCS a prefix without objects is no
+    folder, so there is nothing to remove."""
+    if not bucket_of(directory):
+        with contextlib.suppress(OSError):  # not empty (e.g. another run's claim), or gone
+            os.rmdir(directory)
 
 
 def read_parquet_files(pattern: str, columns: list[str] | None = None) -> Iterator[pa.Table]:

@@ -9,10 +9,8 @@ an error naming both, unless the user asks to merge them (``--merge_inputs``).
 """
 
 import gzip
-import json
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -23,6 +21,7 @@ from transforms.files import (
     bucket_exists,
     bucket_of,
     check_location,
+    parse_json,
     read_file,
     storage_problem,
 )
@@ -102,23 +101,13 @@ def decode(path: str, data: bytes) -> str:
 def parse_captions(path: str, data: bytes) -> Iterator[RawCaption]:
     """Parses one corpus file; the format is told by its first character."""
     text = decode(path, data)
-    if text.lstrip().startswith("{"):
+    if text.lstrip().startswith(("{", "[")):
         return _parse_coco(path, text)
     return _parse_flickr(path, text)
 
 
-def parse_json(path: str, text: str) -> Any:
-    """A JSON document, or an InputError saying where in ``path`` it is malformed."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(
-            f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}"
-        ) from error
-
-
 def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
-    document = parse_json(path, text)
+    document = parse_json(path, text, dict, "a COCO captions file")
     for key in ("images", "annotations"):
         if not isinstance(document.get(key), list):
             raise InputError(

@@ -26,7 +26,7 @@ from schemas.records import Skip
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
 from transforms.dataset.write import Format, WriteShards, shard_count, text_bytes
-from transforms.files import list_files, read_file, read_parquet_files
+from transforms.files import list_files, parse_json, read_file, read_parquet_files
 from transforms.strategies.validity import RULES
 
 DECOY_MEASURES = {"sim_pv": "decoy_sim_pv", "sim_surf": "decoy_sim_surf", "score": "decoy_score"}
@@ -72,7 +72,7 @@ def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip], dict[str
         tables = list(read_parquet_files(shard_pattern(output, PARQUET, split), columns))
         instances[split] = pa.concat_tables(tables) if tables else None
     skips = [
-        Skip(**json.loads(line))
+        Skip(**parse_json(path, line))
         for path in list_files(FileSystems.join(output, SKIPPED.directory, "*.jsonl"))
         for line in read_file(path).decode("utf-8").splitlines()
         if line

@@ -16,7 +16,6 @@ python -m transforms.language.evaluate tests/data/chunks_val2017.jsonl \
     ../shared/data/coco/captions_val2017.json
 """
 
-import json
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -24,6 +23,7 @@ from typing import NamedTuple
 
 from transforms.corpus.normalize import normalize_caption
 from transforms.errors import InputError
+from transforms.files import parse_json, read_json
 from transforms.language.chunker import KINDS, chunk, chunk_text
 
 
@@ -59,10 +59,10 @@ def read_labels(path: str) -> list[Labelled]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = parse_json(f"{path}: line {number}", line)
                 chunks = {kind: [str(text) for text in record[kind]] for kind in KINDS}
                 labelled.append(Labelled(str(record["caption_id"]), chunks))
-            except (json.JSONDecodeError, KeyError, TypeError) as error:
+            except (KeyError, TypeError) as error:
                 raise InputError(
                     f"{path}: line {number}: not a labelled caption ({error})"
                 ) from error
@@ -71,8 +71,7 @@ def read_labels(path: str) -> list[Labelled]:
 
 def read_captions(path: str) -> dict[str, tuple[str, ...]]:
     """Caption id -> normalised tokens of a COCO captions file."""
-    with open(path, encoding="utf-8") as handle:
-        document = json.load(handle)
+    document = read_json(path, dict, "a COCO captions file")
     return {str(a["id"]): normalize_caption(a["caption"]) for a in document["annotations"]}
 
 

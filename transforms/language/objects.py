@@ -63,9 +63,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transforms.corpus.read import decode, parse_json, require_keys
+from transforms.corpus.read import decode, require_keys
 from transforms.errors import InputError
-from transforms.files import read_file
+from transforms.files import parse_json, read_file
 from transforms.seeds import keyed_int
 
 # COCO 2014/2017's 80 object categories: (id, name, supercategory), ids as in its files.
@@ -325,7 +325,7 @@ def read_instances(paths: Iterable[str]) -> dict[str, frozenset[int]]:
 
 
 def _parse_instances(path: str, data: bytes) -> dict[str, frozenset[int]]:
-    document = parse_json(path, decode(path, data))
+    document = parse_json(path, decode(path, data), dict, "a COCO instances file")
     require_keys(path, "the document", document, ("images", "annotations", "categories"))
     for key in ("images", "annotations", "categories"):
         if not isinstance(document[key], list):

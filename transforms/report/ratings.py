@@ -14,13 +14,13 @@ order of the dataset, not the shuffled order a rater saw), so it cannot be ambig
 
 import csv
 import io
-import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from transforms.errors import InputError
+from transforms.files import parse_json
 from transforms.trainer.metrics import binomial_std
 
 RATED, GOLD, TRAINING = "rated", "gold", "training"
@@ -101,12 +101,12 @@ def read_answers(name: str, data: bytes, job: str | None = None) -> tuple[list[A
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InputError(f"{name}: not UTF-8 ({error}); answers files are UTF-8") from error
-    if text.lstrip().startswith("{"):
+    if text.lstrip().startswith(("{", "[")):
+        document = parse_json(name, text, dict, "an answers file of the rating app")
         try:
-            document = json.loads(text)
             rater = document["rater"]
             rows = [{"rater": rater, **row} for row in document["answers"]]
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
+        except (KeyError, TypeError) as error:
             raise InputError(
                 f"{name}: not an answers file the rating app exports ({error}); expected "
                 '{"rater": ..., "answers": [{"example_id", "option", "seconds"}, ...]}'
@@ -146,8 +146,12 @@ def parse_answer(row: dict, where: str) -> Answer:
     for key in COLUMNS:
         if row.get(key) in (None, ""):
             raise ValueError(f"no {key}")
+    option = row["option"]
     try:
-        option = int(row["option"])
+        # JSON's 1.7 or true would pass int(); the CSV's "1.7" does not, nor do they here
+        if isinstance(option, bool) or not isinstance(option, int | str):
+            raise TypeError
+        option = int(option)
     except (TypeError, ValueError):
         raise ValueError(f"option {row['option']!r} is not an integer") from None
     try:
