@@ -34,6 +34,7 @@ from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.versions import (
     LATEST_FILE,
     Version,
+    check_output,
     plan_version,
     point_latest,
     verify_version,
@@ -49,7 +50,7 @@ from transforms.dataset.instances import BuildInstances
 from transforms.dataset.statistics import WriteSkips, table_one
 from transforms.dataset.write import WriteInstances, records_written
 from transforms.errors import InputError
-from transforms.files import check_location, check_writable, read_json, write_json
+from transforms.files import check_location, read_json, write_json
 from transforms.search.optimize import report_table
 from transforms.strategies.adversarial import REPORT_FILE as ADVERSARIAL_FILE
 from transforms.strategies.adversarial import AdversarialFilter
@@ -148,7 +149,7 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     beam_args = beam_args or []
     check_location(options.output, "output")
     inputs = expand_inputs(options.input)
-    check_writable(options.output)
+    check_output(options.output)
     checksums = input_checksums(options, inputs)
     version = plan_version(options.output, version_name(options, checksums), force=options.force)
     if version.complete:

@@ -12,7 +12,7 @@ import time
 from pipelines.cli import Command, known_flags, refuse_unknown
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, scene_objects, write_coco
 from transforms.errors import InputError
-from transforms.files import write_file
+from transforms.files import check_file_path, write_file
 from transforms.language.objects import CATEGORY_IDS, instances_document
 
 MAX_IMAGES = 660_000  # 3.3M captions at five per image: Conceptual Captions' size
@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(f"--num_images must be between 1 and {MAX_IMAGES:,}")
         if not 1 <= args.captions_per_image <= CAPTIONS_PER_IMAGE:
             raise InputError(f"--captions_per_image must be between 1 and {CAPTIONS_PER_IMAGE}")
+        check_file_path(args.output, "--output")
+        if args.instances:
+            check_file_path(args.instances, "--instances")
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

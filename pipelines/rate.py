@@ -44,6 +44,7 @@ from pipelines.versions import (
     RATINGS_DIRECTORY,
     VERSIONS_DIRECTORY,
     Version,
+    check_output,
     completed_dataset,
     fingerprint,
     is_complete,
@@ -463,7 +464,7 @@ def filter_version(options: RateFilterOptions) -> str:
     if is_complete(directory):
         verify_version(directory)
         return up_to_date
-    check_writable(options.output)
+    check_output(options.output)
     keep = set(kept_instances(results, raters, options.min_right))
     rows = split_rows(source, split)
     kept = [row for row in rows if row["example_id"] in keep]

@@ -39,7 +39,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.claims import LOCK_FILE
 from schemas.layout import SHARD_NAME
 from transforms.errors import InputError
-from transforms.files import list_files, read_file, read_json, write_file
+from transforms.files import check_writable, list_files, read_file, read_json, write_file
 from transforms.report.card import CARD_FILE, root_card
 
 COMPLETE_FILE = "_COMPLETE"
@@ -230,6 +230,15 @@ def version_name(options, checksums: list[dict]) -> str:
 
 def is_complete(directory: str) -> bool:
     return FileSystems.exists(FileSystems.join(directory, COMPLETE_FILE))
+
+
+def check_output(output: str) -> None:
+    """Fails before any work when the versions cannot be written: OUTPUT, and
+    OUTPUT/versions where it exists already (a version is written into it)."""
+    check_writable(output)
+    versions = FileSystems.join(output, VERSIONS_DIRECTORY)
+    if FileSystems.exists(versions):
+        check_writable(versions)
 
 
 def plan_version(output: str, name: str, *, force: bool) -> Version:

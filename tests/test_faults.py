@@ -226,6 +226,19 @@ def test_a_version_without_a_file_list_is_refused(damaged):
         verify_version(str(damaged))
 
 
+def test_a_versions_folder_that_cannot_be_written_is_refused_before_any_work(
+    tmp_path, synthetic_corpus
+):
+    # As root, permissions do not stop a write; a file where the folder should be does.
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "versions").write_text("")
+    result = _command("generate", "--input", synthetic_corpus, "--output", str(tmp_path / "out"))
+    assert (result.returncode, result.stderr.splitlines()) == (
+        2,
+        [f"error: {tmp_path / 'out' / 'versions'}: is a file; give a directory to write into"],
+    )
+
+
 def test_train_refuses_a_file_as_output_before_fitting(small_dataset, tmp_path):
     output = _write(tmp_path / "a_file", b"")
     result = _command("train", "--dataset", small_dataset[0], "--output", output)

@@ -98,3 +98,14 @@ def test_non_finite_values_and_images_given_twice_are_errors_naming_the_rows(tmp
     pathlib.Path(ids).write_text("139\n139\n")
     with pytest.raises(InputError, match=re.escape(f"{npy} with {ids}: image 139 has two rows")):
         read_image_features(npy, ids)
+
+
+def test_empty_feature_vectors_are_refused_when_read(tmp_path):
+    parquet = str(tmp_path / "empty.parquet")
+    empty = pa.array([[], []], type=pa.list_(pa.float64()))
+    pq.write_table(pa.table({"image": ["a", "b"], "features": empty}), parquet)
+    with pytest.raises(InputError) as raised:
+        read_image_features(parquet, "")
+    assert str(raised.value) == (
+        f"{parquet}: every feature vector is empty: give at least one value each"
+    )

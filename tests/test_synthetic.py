@@ -69,6 +69,13 @@ def test_make_corpus_bounds(tmp_path, monkeypatch, capsys):
     ]:
         assert make_corpus.main([*output, flag, value]) == 2
         assert f"error: {flag} must be between 1 and" in capsys.readouterr().err
+    for argv, message in [
+        (["--output", str(tmp_path)], f"--output {tmp_path}: is a directory; give the path"),
+        ([*output, "--instances", f"{tmp_path}/"], f"--instances {tmp_path}/: is a directory"),
+    ]:
+        assert make_corpus.main(argv) == 2
+        [line] = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"error: {message}")
     assert len(written) == 2
 
 

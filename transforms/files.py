@@ -141,6 +141,14 @@ def storage_problem(error: BaseException) -> str:
     return STORAGE_REASONS.get(status, f"{type(error).__name__}: {error}")
 
 
+def check_file_path(path: str, flag: str) -> None:
+    """``flag``'s value names a file to write, not a folder: refused before any work."""
+    if not path:
+        raise InputError(f"{flag} is empty: give the path of the file to write")
+    if path.endswith("/") or os.path.isdir(path):
+        raise InputError(f"{flag} {path}: is a directory; give the path of the file to write in it")
+
+
 def check_writable(directory: str) -> None:
     """Fails in a second, before hours of work, when the output cannot be written."""
     if os.path.isfile(directory):

@@ -170,6 +170,8 @@ def read_image_features(path: str, ids_path: str) -> tuple[list[str], np.ndarray
             f"{where}: {len(ids)} ids for a feature array of shape {vectors.shape}: "
             "expected one vector (row) per id"
         )
+    if vectors.shape[1] == 0:
+        raise InputError(f"{where}: every feature vector is empty: give at least one value each")
     check_feature_rows(ids, vectors, where)
     return ids, vectors
 
