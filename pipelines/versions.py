@@ -19,7 +19,9 @@ does nothing; ``--force`` writes ``<version>.2`` (then ``.3``, ...) and never
 touches a completed version.
 """
 
+import contextlib
 import dataclasses
+import glob
 import hashlib
 import importlib.metadata
 import io
@@ -28,6 +30,7 @@ import logging
 import os
 import re
 import struct
+import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -242,15 +245,24 @@ def check_output(output: str) -> None:
 
 
 def plan_version(output: str, name: str, *, force: bool) -> Version:
-    """The completed version to reuse or, with ``force``, the first name not completed yet."""
-    attempt = 1
+    """The newest completed version of ``name`` to reuse or, with ``force`` or none completed,
+    the first name not completed yet.
+
+    ``--force`` writes ``name.2``, ``name.3``, ... beside a completed ``name`` (e.g. to
+    repair a damaged one), so the newest completed of them is the one to reuse: the plain
+    command after a repair is up to date on it, and ``--force`` is never needed twice.
+    """
+    attempt, completed = 1, None
     while True:
         candidate = name if attempt == 1 else f"{name}.{attempt}"
         directory = FileSystems.join(output, VERSIONS_DIRECTORY, candidate)
-        complete = is_complete(directory)
-        if not (complete and force):
-            return Version(candidate, directory, complete)
+        if not is_complete(directory):
+            break
+        completed = Version(candidate, directory, True)
         attempt += 1
+    if completed is not None and not force:
+        return completed
+    return Version(candidate, directory, False)
 
 
 def clear_incomplete(version: Version, left_by: str = "a failed run") -> None:
@@ -297,10 +309,7 @@ def point_latest(output: str, version: Version) -> None:
     """Makes ``version`` the latest: the pointer file, the local symlink, the root's card."""
     write_atomically(FileSystems.join(output, LATEST_FILE), f"{version.name}\n".encode())
     if FileSystems.get_scheme(output) is None:  # a local disk: symlinks exist there
-        link = os.path.join(output, LATEST_LINK)
-        temporary = f"{link}.tmp-{uuid.uuid4().hex}"
-        os.symlink(os.path.join(VERSIONS_DIRECTORY, version.name), temporary)
-        os.replace(temporary, link)
+        link_latest(output, version.name)
     manifest = read_manifest(version.directory)
     card = root_card(
         f"{VERSIONS_DIRECTORY}/{version.name}",
@@ -308,6 +317,29 @@ def point_latest(output: str, version: Version) -> None:
         manifest["options"]["captions_license"],
     )
     write_atomically(FileSystems.join(output, CARD_FILE), card.encode("utf-8"))
+
+
+def link_latest(output: str, name: str) -> None:
+    """Points the ``OUTPUT/latest`` symlink at ``name``, whatever ``latest`` is now: a link
+    (dangling or not) or a file is replaced atomically; a real directory (what ``cp -rL``
+    or ``rsync`` without ``-l`` make of the link) is moved aside to
+    ``latest.replaced-<time>``, since it may hold someone's files, and said so in the log.
+    Temporary links a killed run left (``latest.tmp-*``, older than a minute) are removed.
+    """
+    link = os.path.join(output, LATEST_LINK)
+    for left in glob.glob(f"{glob.escape(link)}.tmp-*"):
+        if time.time() - os.lstat(left).st_mtime > 60:  # a live run's lasts microseconds
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(left)
+    if os.path.isdir(link) and not os.path.islink(link):
+        aside = f"{link}.replaced-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%fZ}"
+        os.rename(link, aside)
+        logging.warning(
+            "%s was a directory, not the link to the latest version: moved to %s", link, aside
+        )
+    temporary = f"{link}.tmp-{uuid.uuid4().hex}"
+    os.symlink(os.path.join(VERSIONS_DIRECTORY, name), temporary)
+    os.replace(temporary, link)
 
 
 def latest_version(output: str) -> Version | None:

@@ -13,7 +13,8 @@ import pytest
 
 from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
-from pipelines.versions import COMPLETE_FILE, completed_dataset, version_name
+from pipelines.regenerate import main as regenerate
+from pipelines.versions import COMPLETE_FILE, completed_dataset, link_latest, version_name
 from tests.conftest import SMALL, SMALL_MCIC
 from tests.dataset_checks import check_dataset
 from tests.version_checks import failure_after_a_train_shard, version_files
@@ -116,3 +117,58 @@ def test_a_killed_run_is_never_published(synthetic_corpus, tmp_path):
 def test_readers_get_a_clear_error_where_there_is_no_dataset(tmp_path):
     with pytest.raises(InputError, match="no dataset there"):
         completed_dataset(str(tmp_path))
+
+
+def test_after_a_repair_with_force_the_plain_command_and_regenerate_are_up_to_date(
+    synthetic_corpus, tmp_path, capsys
+):
+    """The scheduler's loop: damage -> plain (refused) -> --force -> plain -> regenerate."""
+    root = str(tmp_path / "out")
+    args = ["--input", synthetic_corpus, "--output", root]
+    args += [f"--{name}={value}" for name, value in SMALL.items()]
+    assert main(args) == 0
+    first = completed_dataset(root)
+    next(pathlib.Path(first).glob("parquet/train/*.parquet")).unlink()
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "missing (the version's manifest.json lists it)" in capsys.readouterr().err
+    assert main([*args, "--force"]) == 0
+    repaired = f"{first}.2"
+    assert completed_dataset(root) == repaired
+    capsys.readouterr()
+    for _ in range(2):  # the plain command, again and again: never --force twice
+        assert main(args) == 0
+        assert capsys.readouterr().out.startswith(f"up to date: {repaired}")
+    assert regenerate(args) == 0
+    line = capsys.readouterr().out
+    assert f"regenerate {root}: up to date: {os.path.basename(repaired)}" in line
+    assert sorted(os.listdir(pathlib.Path(root, "versions"))) == sorted(
+        os.path.basename(path) for path in (first, repaired)
+    )
+
+
+@pytest.mark.parametrize("latest", ["directory", "file", "dangling link", "link"])
+def test_latest_is_pointed_at_the_version_whatever_it_was(tmp_path, latest, caplog):
+    output = tmp_path / "out"
+    (output / "versions" / "v2").mkdir(parents=True)
+    link = output / "latest"
+    if latest == "directory":  # what cp -rL makes of the link
+        link.mkdir()
+        (link / "kept.txt").write_text("someone's file")
+    elif latest == "file":
+        link.write_text("v1")
+    else:
+        link.symlink_to("versions/gone" if latest == "dangling link" else "versions/v2")
+    stale, fresh = output / "latest.tmp-old", output / "latest.tmp-new"
+    stale.symlink_to("versions/v1")
+    fresh.symlink_to("versions/v1")
+    os.utime(stale, (time.time() - 3600,) * 2, follow_symlinks=False)
+    link_latest(str(output), "v2")
+    assert os.readlink(link) == os.path.join("versions", "v2")
+    assert not stale.is_symlink() and fresh.is_symlink()  # a live run's is left alone
+    aside = list(output.glob("latest.replaced-*"))
+    if latest == "directory":
+        assert [path.read_text() for path in aside[0].iterdir()] == ["someone's file"]
+        assert "was a directory, not the link to the latest version" in caplog.text
+    else:
+        assert aside == []
