@@ -1,9 +1,10 @@
 import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from schemas.records import SKIPPED, RawCaption
-from transforms.corpus.normalize import MAX_TOKENS, NormalizeCaptions, normalize_caption
+from transforms.corpus.normalize import MAX_TOKENS, TRUNCATED, NormalizeCaptions, normalize_caption
 
 
 def test_lowercases_and_keeps_only_letters():
@@ -57,3 +58,20 @@ def test_composite_skips_empty_and_duplicate_captions():
             equal_to([("normalize/duplicate_caption", "12"), ("normalize/empty_caption", "6")]),
             label="skipped",
         )
+
+
+def test_long_captions_are_kept_cut_and_counted():
+    long = " ".join(f"w{'a' * i}" for i in range(40))
+    pipeline = TestPipeline()
+    result = (
+        pipeline
+        | beam.Create([_raw("1", "1", long), _raw("2", "1", "a dog"), _raw("3", "2", long + " x")])
+        | NormalizeCaptions()
+    )
+    lengths = result["captions"] | beam.Map(lambda c: (c.caption_id, len(c.text.split())))
+    assert_that(lengths, equal_to([("1", MAX_TOKENS), ("2", 2), ("3", MAX_TOKENS)]))
+    run = pipeline.run()
+    run.wait_until_finish()
+    namespace, name = TRUNCATED.split("/")
+    counters = run.metrics().query(MetricsFilter().with_namespace(namespace).with_name(name))
+    assert sum(counter.committed for counter in counters["counters"]) == 2

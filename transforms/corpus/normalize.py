@@ -13,22 +13,29 @@ from apache_beam.metrics import Metrics
 from schemas.records import SKIPPED, Caption, RawCaption, Skip, caption_order
 
 MAX_TOKENS = 30
+TRUNCATED = "normalize/truncated"  # the counter of captions cut to MAX_TOKENS tokens
 _NON_LETTERS = re.compile(r"[^a-z]+")
 
 
-def normalize_caption(caption: str) -> tuple[str, ...]:
-    """Lowercase, map every character outside a-z to a space, keep 30 tokens.
+def caption_tokens(caption: str) -> list[str]:
+    """Lowercase, map every character outside a-z to a space, split: every token.
 
-    >>> normalize_caption("A man's 2 dogs, on the BEACH!")
-    ('a', 'man', 's', 'dogs', 'on', 'the', 'beach')
+    >>> caption_tokens("A man's 2 dogs, on the BEACH!")
+    ['a', 'man', 's', 'dogs', 'on', 'the', 'beach']
     """
-    return tuple(_NON_LETTERS.sub(" ", caption.lower()).split()[:MAX_TOKENS])
+    return _NON_LETTERS.sub(" ", caption.lower()).split()
+
+
+def normalize_caption(caption: str) -> tuple[str, ...]:
+    """The caption's first 30 tokens (SPEC cuts longer captions; the run counts them)."""
+    return tuple(caption_tokens(caption)[:MAX_TOKENS])
 
 
 class NormalizeCaptions(beam.PTransform):
     """RawCaption -> Caption, with Skip records on the ``skipped`` output.
 
-    Empty captions (after normalisation) are skipped as
+    Captions longer than MAX_TOKENS tokens are cut and counted (``normalize/truncated``);
+    empty captions (after normalisation) are skipped as
     ``normalize/empty_caption``; identical normalised captions of one image
     count once (the lowest caption id is kept), the others are skipped as
     ``normalize/duplicate_caption``.
@@ -51,9 +58,13 @@ class NormalizeCaptions(beam.PTransform):
 class _Normalize(beam.DoFn):
     def __init__(self):
         self._empty = Metrics.counter("normalize", "empty_caption")
+        self._truncated = Metrics.counter(*TRUNCATED.split("/"))
 
     def process(self, raw: RawCaption):
-        tokens = normalize_caption(raw.caption)
+        tokens = caption_tokens(raw.caption)
+        if len(tokens) > MAX_TOKENS:
+            self._truncated.inc()  # kept, cut to its first MAX_TOKENS tokens
+            tokens = tokens[:MAX_TOKENS]
         if not tokens:
             self._empty.inc()
             yield beam.pvalue.TaggedOutput(SKIPPED, Skip("normalize/empty_caption", raw.caption_id))

@@ -23,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.layout import PARQUET, shard_pattern
 from schemas.records import Skip
+from transforms.corpus.normalize import TRUNCATED
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
 from transforms.dataset.write import Format, WriteShards, shard_count, text_bytes
@@ -184,6 +185,7 @@ def compute_statistics(
         },
         "skipped": dict(sorted(by_reason.items())),
         "validity": {f"validity/{rule}": counters.get(f"validity/{rule}", 0) for rule in RULES},
+        "truncated_captions": counters.get(TRUNCATED, 0),  # kept, cut to their first 30 tokens
         "decoys": {name: describe(np.concatenate(parts)) for name, parts in decoys.items()},
     }
 
