@@ -10,6 +10,7 @@ other claim stops the run with a one-line error naming its owner. So a run
 never deletes or overwrites files of a run that is still writing.
 """
 
+import contextlib
 import json
 import os
 import socket
@@ -27,8 +28,35 @@ from transforms.errors import InputError
 from transforms.files import bucket_of, storage_client
 
 LOCK_FILE = "_LOCK"
-LEASE_SECONDS = 600.0  # a claim not renewed for this long is stale
-RENEW_SECONDS = 60.0
+# A claim not renewed for this long is stale; a test's runs shorten it through the
+# environment, to pause a run past its lease in seconds.
+LEASE_SECONDS = float(os.environ.get("DMC_CLAIM_LEASE_SECONDS", 600))
+RENEW_SECONDS = LEASE_SECONDS / 10
+
+
+@dataclass(frozen=True)
+class Fence:
+    """Stops a run that no longer holds its version's claim: called before every step that
+    deletes or publishes there (clearing, the shards, the corpus, the manifest, the
+    marker, ``latest``). A run paused past its lease (a VM migrated, a laptop asleep, a
+    long pause) may have been taken over; when it resumes, the next such step stops it
+    with an InputError (one line, also from a worker process). Small and picklable, so
+    Beam's writers call it too.
+    """
+
+    directory: str
+    run: str
+
+    def __call__(self) -> None:
+        found = claim_file(self.directory).read()
+        holder = _decode(found[0]) if found else None
+        if holder is None or holder.run != self.run:
+            now = f"held by {holder.describe()}" if holder else "released"
+            raise InputError(
+                f"{self.directory}: this run no longer holds the version's claim (now "
+                f"{now}): it was paused past its {LEASE_SECONDS:.0f} s lease and another run "
+                "took over; it stops without deleting or publishing anything"
+            )
 
 
 @dataclass(frozen=True)
@@ -135,12 +163,23 @@ class LocalClaim:
             return False
         return True
 
-    def renew(self, data: bytes, token: str) -> str:
+    def holds(self, run: str) -> bool:
+        found = self.read()
+        holder = _decode(found[0]) if found else None
+        return holder is not None and holder.run == run
+
+    def renew(self, data: bytes, token: str) -> str | None:
+        """The new token, or None when the claim is no longer ours (taken over while this
+        run was paused): it is then left as it is."""
+        if not self.holds(_decode(data).run):
+            return None
         os.replace(self._written(data), self.path)
         return ""
 
-    def release(self, token: str) -> None:
-        os.remove(self.path)
+    def release(self, token: str, run: str) -> None:
+        """Removes the claim if it is still this run's."""
+        if self.holds(run):
+            os.remove(self.path)
 
 
 class GcsClaim:
@@ -182,14 +221,16 @@ class GcsClaim:
             return False
         return True
 
-    def renew(self, data: bytes, token: str) -> str:
-        generation = self._upload(data, int(token))
-        if generation is None:
-            raise RuntimeError(f"{self.path}: the claim was taken by another run")
-        return generation
+    def renew(self, data: bytes, token: str) -> str | None:
+        """The new generation, or None when the claim's generation is no longer ours."""
+        return self._upload(data, int(token))
 
-    def release(self, token: str) -> None:
-        self._bucket.blob(self._blob_name).delete(if_generation_match=int(token))
+    def release(self, token: str, run: str) -> None:
+        """Removes the claim if it is still this run's (its generation unchanged)."""
+        from google.api_core.exceptions import NotFound, PreconditionFailed
+
+        with contextlib.suppress(PreconditionFailed, NotFound):
+            self._bucket.blob(self._blob_name).delete(if_generation_match=int(token))
 
 
 def claim_file(directory: str) -> LocalClaim | GcsClaim:
@@ -216,7 +257,11 @@ def acquire(store: LocalClaim | GcsClaim, owner: Owner) -> str:
 
 @contextmanager
 def claimed(directory: str) -> Iterator[Owner]:
-    """Holds the version's claim for the block, renewing its lease; releases it after."""
+    """Holds the version's claim for the block, renewing its lease; releases it after.
+
+    A claim taken over meanwhile is neither renewed nor released: it is the other run's
+    (the block's steps find out through their ``Fence``).
+    """
     store = claim_file(directory)
     owner = new_owner(time.time())
     token = acquire(store, owner)
@@ -227,6 +272,8 @@ def claimed(directory: str) -> Iterator[Owner]:
         while not stop.wait(RENEW_SECONDS):
             renewed = Owner(**{**asdict(owner), "lease_until": time.time() + LEASE_SECONDS})
             token = store.renew(_encode(renewed), token)
+            if token is None:  # taken over while this run was paused
+                return
 
     renewing = threading.Thread(target=renew, name="claim-renewal", daemon=True)
     renewing.start()
@@ -235,4 +282,5 @@ def claimed(directory: str) -> Iterator[Owner]:
     finally:
         stop.set()
         renewing.join()
-        store.release(token)
+        if token is not None:
+            store.release(token, owner.run)

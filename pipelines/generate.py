@@ -19,12 +19,14 @@ On Dataflow::
 import dataclasses
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.claims import Fence
 from pipelines.cli import Command
 from pipelines.lifecycle import STATISTICS_FILE, Produced, write_version
 from pipelines.manifest import build_manifest, file_checksum
@@ -50,7 +52,7 @@ from transforms.dataset.instances import BuildInstances
 from transforms.dataset.statistics import WriteSkips, table_one
 from transforms.dataset.write import WriteInstances, records_written
 from transforms.errors import InputError
-from transforms.files import check_location, read_json, write_json
+from transforms.files import check_location, read_json, unfenced, write_json
 from transforms.search.optimize import report_table
 from transforms.strategies.adversarial import REPORT_FILE as ADVERSARIAL_FILE
 from transforms.strategies.adversarial import AdversarialFilter
@@ -58,8 +60,14 @@ from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.metrics import metrics_table
 
 
-def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
-    """Algorithm 1's main loop as a graph; ``pipeline`` may be a TestPipeline."""
+def build_pipeline(
+    pipeline: beam.Pipeline,
+    options: GenerateOptions,
+    inputs: list[str],
+    fence: Callable[[], None] = unfenced,
+) -> None:
+    """Algorithm 1's main loop as a graph; ``pipeline`` may be a TestPipeline. ``fence``:
+    what the writers into the version check first (the version's claim, when held)."""
     prepared = pipeline | "PrepareCaptions" >> PrepareCaptions(
         inputs=inputs,
         seed=options.seed,
@@ -74,6 +82,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: li
         neighbours=options.neighbours,
         decoy_pool=strategy.config.decoy_pool,
         output=options.output,
+        fence=fence,
     )
     decoys = corpus | "ChooseDecoys" >> strategy
     selections = decoys["selections"]
@@ -92,9 +101,10 @@ def build_pipeline(pipeline: beam.Pipeline, options: GenerateOptions, inputs: li
         num_shards=options.output_shards,
         num_options=strategy.num_options,
         corpus=corpus,
+        fence=fence,
     )
     skips = (prepared[SKIPPED], decoys[SKIPPED]) | "Skips" >> beam.Flatten()
-    _ = skips | "WriteSkips" >> WriteSkips(output=options.output, corpus=corpus)
+    _ = skips | "WriteSkips" >> WriteSkips(output=options.output, corpus=corpus, fence=fence)
 
 
 def with_search_winners(options: GenerateOptions, report: dict) -> GenerateOptions:
@@ -168,6 +178,7 @@ def generate(
     inputs: list[str],
     checksums: list[dict],
     directory: str,
+    fence: Fence,
 ) -> Produced:
     """Writes the claimed, empty version ``directory``: the search, the pipeline's records."""
     options = dataclasses.replace(options, output=directory)
@@ -186,7 +197,7 @@ def generate(
             },
         }
     pipeline = local_or_given_runner(beam_args)
-    build_pipeline(pipeline, options, inputs)
+    build_pipeline(pipeline, options, inputs, fence)
     metrics = run_to_completion(pipeline)
     write_json(
         FileSystems.join(directory, FEATURE_SPEC_FILE),

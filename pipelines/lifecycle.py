@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.claims import claimed
+from pipelines.claims import Fence, claimed
 from pipelines.versions import (
     MANIFEST_FILE,
     Version,
@@ -27,7 +27,7 @@ from pipelines.versions import (
     publish,
 )
 from transforms.dataset.statistics import compute_statistics, read_written, unaccounted
-from transforms.errors import InputError
+from transforms.errors import input_error_message
 from transforms.files import remove_empty_folder, write_file, write_json
 from transforms.report.card import CARD_FILE, version_card
 from transforms.report.plots import dataset_plots
@@ -67,34 +67,43 @@ class Published:
 
 
 def write_version(
-    output: str, version: Version, produce: Callable[[str], Produced]
+    output: str, version: Version, produce: Callable[[str, Fence], Produced]
 ) -> Published | None:
-    """Writes ``version`` under ``output`` with ``produce(directory)`` and publishes it;
-    None when another run completed it while this one waited to claim it.
+    """Writes ``version`` under ``output`` with ``produce(directory, fence)`` and publishes
+    it; None when another run completed it while this one waited to claim it.
 
     Another run holding the claim stops this one with an InputError, before
-    anything in the version is cleared or written. A run refused for bad input
-    (InputError) leaves nothing behind: neither its files nor an empty folder.
+    anything in the version is cleared or written. Every step that deletes or
+    publishes first checks the ``fence``: a run whose claim was taken over while it
+    was paused stops there and deletes and publishes nothing. A run
+    refused for bad input (another InputError) leaves nothing behind: neither its
+    files nor an empty folder.
     """
     try:
-        with claimed(version.directory):
+        with claimed(version.directory) as owner:
+            fence = Fence(version.directory, owner.run)
             if is_complete(version.directory):
                 return None
-            clear_incomplete(version)
+            clear_incomplete(version, fence)
             try:
-                produced = produce(version.directory)
-            except InputError:
-                clear_incomplete(version, left_by="this run, refused for bad input")
+                produced = produce(version.directory, fence)
+            except Exception as error:
+                # An InputError, raised here or by a worker process (as its text). The
+                # fence comes first: a run whose claim was lost clears nothing.
+                if input_error_message(error) is not None:
+                    clear_incomplete(version, fence, left_by="this run, refused for bad input")
                 raise
-            return finish(output, version, produced)
-    except InputError:
-        # the claim is released by now; OUTPUT/versions goes too if this was its only one
-        remove_empty_folder(version.directory)
-        remove_empty_folder(FileSystems.split(version.directory)[0])
+            return finish(output, version, produced, fence)
+    except Exception as error:
+        if input_error_message(error) is not None:
+            # the claim is released by now (or another run's: then the folder is not
+            # empty); OUTPUT/versions goes too if this was its only version
+            remove_empty_folder(version.directory)
+            remove_empty_folder(FileSystems.split(version.directory)[0])
         raise
 
 
-def finish(output: str, version: Version, produced: Produced) -> Published:
+def finish(output: str, version: Version, produced: Produced, fence: Fence) -> Published:
     """Statistics, audit, card, checked inventory, manifest, then the marker: in that order."""
     directory = version.directory
     statistics = compute_statistics(*read_written(directory), produced.counters)
@@ -110,6 +119,7 @@ def finish(output: str, version: Version, produced: Produced) -> Published:
         **produced.statistics,
         "text_only_audit": audit_dataset(directory, produced.audit),
     }
+    fence()
     write_json(FileSystems.join(directory, STATISTICS_FILE), statistics)
     manifest = {
         **produced.manifest,
@@ -120,9 +130,10 @@ def finish(output: str, version: Version, produced: Produced) -> Published:
     }
     write_card(directory, manifest, statistics, produced.card)
     manifest["files"] = checked_inventory(directory, produced.records)
+    fence()
     write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)
     marker = {"instances": statistics["total"]["instances"], **produced.marker}
-    return Published(publish(output, version, marker), statistics)
+    return Published(publish(output, version, marker, fence), statistics)
 
 
 def write_card(directory: str, manifest: dict, statistics: dict, extra: str) -> None:

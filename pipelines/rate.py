@@ -30,6 +30,7 @@ from functools import partial
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.claims import Fence
 from pipelines.cli import Command
 from pipelines.lifecycle import Produced, write_version
 from pipelines.options import (
@@ -398,11 +399,12 @@ def split_rows(version: str, split: str) -> list[dict]:
 
 
 def write_subset(
-    directory: str, source: str, manifest: dict, split: str, kept: list[dict]
+    directory: str, source: str, manifest: dict, split: str, kept: list[dict], fence: Fence
 ) -> dict[str, int]:
     """Copies the files the source version's ``manifest`` lists but the rated split's shards,
     writes that split's kept instances as one shard per format; returns the records written
     per shard name (the others' as the source's run wrote them)."""
+    fence()
     formats = instance_formats(split, STRATEGIES[manifest["options"]["decoys"]].num_options)
     shard_prefixes = tuple(f"{form.directory}/" for form in formats)
     for entry in manifest["files"]:
@@ -415,11 +417,13 @@ def write_subset(
     return {**records_written(manifest["metrics"]), split: len(rows)}
 
 
-def subset(directory: str, source: str, kept: list[dict], human_filter: dict) -> Produced:
+def subset(
+    directory: str, fence: Fence, *, source: str, kept: list[dict], human_filter: dict
+) -> Produced:
     """Writes the claimed, empty version ``directory``: the subset, described as its source
     (options, inputs, the counters of the run that wrote its records) and its filter."""
     manifest = read_manifest(source)
-    records = write_subset(directory, source, manifest, human_filter["split"], kept)
+    records = write_subset(directory, source, manifest, human_filter["split"], kept, fence)
     manifest = {key: value for key, value in manifest.items() if key != "files"}
     return Produced(
         records=records,

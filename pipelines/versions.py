@@ -39,7 +39,7 @@ from datetime import datetime, timezone
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.claims import LOCK_FILE
+from pipelines.claims import LOCK_FILE, Fence
 from schemas.layout import SHARD_NAME
 from transforms.errors import InputError
 from transforms.files import check_writable, list_files, read_file, read_json, write_file
@@ -265,12 +265,14 @@ def plan_version(output: str, name: str, *, force: bool) -> Version:
     return Version(candidate, directory, False)
 
 
-def clear_incomplete(version: Version, left_by: str = "a failed run") -> None:
+def clear_incomplete(version: Version, fence: Fence, left_by: str = "a failed run") -> None:
     """Removes what ``left_by`` left in this version, so its shards cannot mix with ours.
 
-    Call only while holding the version's claim (:mod:`pipelines.claims`): the
-    files are then a dead run's, never those of a run still writing.
+    Call only while holding the version's claim (:mod:`pipelines.claims`), which
+    ``fence`` checks first: the files are then a dead run's, never those of a run
+    still writing.
     """
+    fence()
     claim = FileSystems.join(version.directory, LOCK_FILE)
     left = [path for path in list_files(FileSystems.join(version.directory, "**")) if path != claim]
     if left:
@@ -290,8 +292,10 @@ def write_atomically(path: str, data: bytes) -> None:
     FileSystems.rename([temporary], [path])
 
 
-def publish(output: str, version: Version, summary: dict) -> Version:
-    """Marks the version complete, then points ``latest`` at it: call after everything else."""
+def publish(output: str, version: Version, summary: dict, fence: Fence) -> Version:
+    """Marks the version complete, then points ``latest`` at it: call after everything else.
+    ``fence`` is checked before each step: a run whose claim was taken over stops."""
+    fence()
     marker = {
         "version": version.name,
         "completed": datetime.now(timezone.utc).isoformat(),
@@ -301,6 +305,7 @@ def publish(output: str, version: Version, summary: dict) -> Version:
         FileSystems.join(version.directory, COMPLETE_FILE),
         json.dumps(marker, indent=2, sort_keys=True).encode("utf-8"),
     )
+    fence()
     point_latest(output, version)
     return dataclasses.replace(version, complete=True)
 

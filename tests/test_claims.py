@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pipelines.claims import LOCK_FILE, acquire, claim_file, claimed, new_owner
+from pipelines.claims import LOCK_FILE, Fence, acquire, claim_file, claimed, new_owner
 from transforms.errors import InputError
 
 
@@ -57,3 +57,24 @@ def test_a_claim_cut_short_is_stale(tmp_path):
     (tmp_path / LOCK_FILE).write_text('{"run": "')
     with claimed(str(tmp_path)):
         assert (tmp_path / LOCK_FILE).exists()
+
+
+def test_a_claim_taken_over_is_neither_renewed_nor_released_and_the_fence_stops_its_run(
+    tmp_path,
+):
+    with claimed(str(tmp_path)) as owner:
+        fence = Fence(str(tmp_path), owner.run)
+        fence()  # held: nothing happens
+        _write_claim(tmp_path, host="elsewhere", pid=7)  # another run took it over
+        with pytest.raises(InputError, match=r"no longer holds the version's claim \(now held"):
+            fence()
+        renewed = dataclasses.replace(owner, lease_until=owner.lease_until + 60)
+        assert (
+            claim_file(str(tmp_path)).renew(json.dumps(dataclasses.asdict(renewed)).encode(), "")
+            is None
+        )
+    held = json.loads((tmp_path / LOCK_FILE).read_text())
+    assert (held["host"], held["pid"]) == ("elsewhere", 7)  # neither renewed nor released
+    (tmp_path / LOCK_FILE).unlink()
+    with pytest.raises(InputError, match=r"\(now released\)"):
+        fence()

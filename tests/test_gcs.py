@@ -181,3 +181,43 @@ def test_a_killed_gcs_run_is_not_published_and_a_rerun_takes_over_its_claim(
     assert any(entry["path"].endswith(".parquet") for entry in manifest["files"])
     assert f"killed/versions/{version}/_COMPLETE" in names()
     assert not any(name.endswith(LOCK_FILE) or ".stale-" in name for name in names())
+
+
+def test_a_gcs_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_nothing(
+    gcs, corpus_in_bucket
+):
+    client, _ = gcs
+    prefix = "paused/"
+    command = [sys.executable, "-m", "pipelines.generate", "--input", corpus_in_bucket]
+    command += ["--output", f"gs://{BUCKET}/paused"]
+    command += [f"--{name}={value}" for name, value in {**SMALL, "seed": 3}.items()]
+    env = {**os.environ, "DMC_CLAIM_LEASE_SECONDS": "2"}
+
+    def published() -> dict[str, bytes]:
+        return {b.name: b.download_as_bytes() for b in client.list_blobs(BUCKET, prefix=prefix)}
+
+    paused = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for(
+            lambda: (
+                paused.poll() is not None
+                or any(b.name.endswith("corpus/embeddings.npy") for b in client.list_blobs(BUCKET))
+            ),
+            300,
+        )
+        assert paused.poll() is None, paused.communicate()[1].decode()[-3000:]
+        paused.send_signal(signal.SIGSTOP)  # after its corpus, before its shards
+        [lock] = [b for b in client.list_blobs(BUCKET, prefix=prefix) if b.name.endswith(LOCK_FILE)]
+        lease_until = json.loads(lock.download_as_bytes())["lease_until"]
+        _wait_for(lambda: time.time() > lease_until, 60)
+        taker = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        assert taker.returncode == 0, taker.stderr[-3000:]
+        before = published()
+    finally:
+        paused.send_signal(signal.SIGCONT)
+    _, stderr = paused.communicate(timeout=300)
+    assert paused.returncode == 2, stderr.decode()[-3000:]
+    assert "this run no longer holds the version's claim" in stderr.decode()
+    assert published() == before  # nothing deleted, rewritten or published
+    assert not any(name.endswith(LOCK_FILE) for name in before)
+    verify_version(completed_dataset(f"gs://{BUCKET}/paused"))

@@ -172,3 +172,51 @@ def test_latest_is_pointed_at_the_version_whatever_it_was(tmp_path, latest, capl
         assert "was a directory, not the link to the latest version" in caplog.text
     else:
         assert aside == []
+
+
+def _snapshot(root: pathlib.Path) -> dict[str, bytes]:
+    """Every file under ``root`` (links followed to their target's name) and its bytes."""
+    return {
+        str(path.relative_to(root)): os.readlink(path).encode()
+        if path.is_symlink()
+        else path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_symlink() or path.is_file()
+    }
+
+
+def test_a_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_nothing(
+    synthetic_corpus, tmp_path
+):
+    root = tmp_path / "out"
+    args = [sys.executable, "-m", "pipelines.generate", "--input", synthetic_corpus]
+    args += ["--output", str(root), *(f"--{name}={value}" for name, value in SMALL.items())]
+    env = {**os.environ, "DMC_CLAIM_LEASE_SECONDS": "2"}  # renewed every 0.2 s
+    paused = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not list(root.glob("versions/*/corpus/embeddings.npy")) and time.monotonic() < deadline:
+        assert paused.poll() is None, "the run ended before it could be paused"
+        time.sleep(0.05)
+    paused.send_signal(signal.SIGSTOP)  # after its corpus, before its shards
+    try:
+        [claim] = root.glob("versions/*/_LOCK")
+        lease_until = json.loads(claim.read_text())["lease_until"]
+        while time.time() <= lease_until:  # the condition: its lease has run out
+            time.sleep(0.05)
+        taker = subprocess.run(args, env=env, capture_output=True, text=True)
+        assert taker.returncode == 0, taker.stderr[-2000:]
+        published = _snapshot(root)
+        assert not claim.exists()  # the taker released its claim
+    finally:
+        paused.send_signal(signal.SIGCONT)
+    _, stderr = paused.communicate(timeout=300)
+    assert paused.returncode == 2, stderr.decode()[-2000:]
+    assert "this run no longer holds the version's claim (now released)" in stderr.decode()
+    assert _snapshot(root) == published  # nothing deleted, rewritten or published
+    check_dataset(
+        dataclasses.replace(
+            GenerateOptions(input=synthetic_corpus, output=str(root), **SMALL),
+            output=completed_dataset(str(root)),
+        ),
+        sample=5,
+    )

@@ -66,6 +66,12 @@ def read_json(path: str, kind: type = dict, what: str = "it") -> Any:
     return parse_json(path, read_file(path), kind, what)
 
 
+def unfenced() -> None:
+    """The fence of writes no version claim guards (tests, scratch runs): every writer
+    into a version takes a fence, which stops a run whose claim was taken over
+    (pipelines/claims.py: Fence)."""
+
+
 def write_file(path: str, data: bytes) -> None:
     with FileSystems.create(path) as handle:
         handle.write(data)

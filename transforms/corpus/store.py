@@ -28,7 +28,7 @@ import io
 import itertools
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -58,7 +58,7 @@ from transforms.corpus.paragraph_vectors import (
 from transforms.corpus.split import SPLITS
 from transforms.corpus.surface import NgramTable, encode_ngrams
 from transforms.errors import InputError
-from transforms.files import delete_folder, read_file, write_file
+from transforms.files import delete_folder, read_file, unfenced, write_file
 from transforms.progress import timed
 
 CAPTION_COLUMNS = Caption._fields
@@ -280,11 +280,19 @@ class TrainParagraphVectors(beam.PTransform):
     """
 
     def __init__(
-        self, *, pv: PVConfig, pretrained: str, neighbours: int, decoy_pool: str, output: str
+        self,
+        *,
+        pv: PVConfig,
+        pretrained: str,
+        neighbours: int,
+        decoy_pool: str,
+        output: str,
+        fence: Callable[[], None] = unfenced,
     ):
         super().__init__()
         self._pv, self._pretrained = pv, pretrained
         self._neighbours, self._pool, self._output = neighbours, decoy_pool, output
+        self._fence = fence
 
     def expand(self, captions):
         trained = (
@@ -298,6 +306,7 @@ class TrainParagraphVectors(beam.PTransform):
                 neighbours=self._neighbours,
                 decoy_pool=self._pool,
                 output=self._output,
+                fence=self._fence,
             )
         )
         inferred = (
@@ -308,7 +317,9 @@ class TrainParagraphVectors(beam.PTransform):
             | "Infer"
             >> beam.ParDo(inference.InferVectors(inference.SharedModel(Shared()), self._pv.seed))
         )
-        return trained | "Assemble" >> beam.Map(assemble, beam.pvalue.AsList(inferred))
+        return trained | "Assemble" >> beam.Map(
+            assemble, beam.pvalue.AsList(inferred), fence=self._fence
+        )
 
 
 def train_and_write(
@@ -328,6 +339,7 @@ def train_and_write(
         neighbours=neighbours,
         decoy_pool=decoy_pool,
         output=output,
+        fence=unfenced,
     )
     infer = inference.InferVectors(inference.SharedModel(Shared()), pv.seed)
     shards = [
@@ -335,7 +347,7 @@ def train_and_write(
         for shard in inference.shards(trained.ref.directory, trained.model, trained.inferred)
         for done in infer.process(shard)
     ]
-    return assemble(trained, shards)
+    return assemble(trained, shards, fence=unfenced)
 
 
 def pv_model(
@@ -432,9 +444,11 @@ def train_and_store(
     neighbours: int,
     decoy_pool: str,
     output: str,
+    fence: Callable[[], None],
 ) -> TrainedCorpus:
     """Trains PV (or reuses ``pretrained``) and writes the corpus; in a sampled run, all
-    but the vectors, which :func:`assemble` writes once the others' are inferred."""
+    but the vectors, which :func:`assemble` writes once the others' are inferred. A run
+    whose claim was taken over while it trained writes nothing (``fence``)."""
     ordered = sorted_captions(captions)
     check_pool_size(ordered, neighbours, decoy_pool)
     Metrics.counter("corpus", "captions").inc(len(ordered))
@@ -442,6 +456,7 @@ def train_and_store(
     caption_ids = [caption.caption_id for caption in ordered]
     with timed("pv", "train"):
         model, trained = pv_model(documents, caption_ids, pv=pv, pretrained=pretrained)
+    fence()
     with timed("corpus", "encode_and_write"):
         columns = {name: [getattr(c, name) for c in ordered] for name in CAPTION_COLUMNS}
         if trained is None:
@@ -457,11 +472,14 @@ def train_and_store(
         return TrainedCorpus(corpus_ref(directory, split_of), model_path(output), inferred)
 
 
-def assemble(trained: TrainedCorpus, shards: list[inference.InferredShard]) -> CorpusRef:
+def assemble(
+    trained: TrainedCorpus, shards: list[inference.InferredShard], fence: Callable[[], None]
+) -> CorpusRef:
     """The sampled run's embeddings in row order: the sample's trained vectors and the
     inferred shards; then own_closeness from them. The shard files are removed."""
     if not trained.inferred:
         return trained.ref
+    fence()
     directory = trained.ref.directory
     with timed("corpus", "assemble"):
         rows = read_npy(FileSystems.join(directory, inference.TRAINED_ROWS))

@@ -15,6 +15,7 @@ the issue notes); reading back ~four columns costs seconds.
 
 import json
 from collections import Counter
+from collections.abc import Callable
 
 import apache_beam as beam
 import numpy as np
@@ -27,7 +28,7 @@ from transforms.corpus.normalize import TRUNCATED
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
 from transforms.dataset.write import Format, WriteShards, shard_count, text_bytes
-from transforms.files import list_files, parse_json, read_file, read_parquet_files
+from transforms.files import list_files, parse_json, read_file, read_parquet_files, unfenced
 from transforms.strategies.validity import RULES
 
 DECOY_MEASURES = {"sim_pv": "decoy_sim_pv", "sim_surf": "decoy_sim_surf", "score": "decoy_score"}
@@ -44,9 +45,11 @@ def skipped_shards(ref: CorpusRef) -> int:
 class WriteSkips(beam.PTransform):
     """Skip records -> JSON lines under <output>/skipped/, one per skipped record."""
 
-    def __init__(self, *, output: str, corpus: beam.PCollection):
+    def __init__(
+        self, *, output: str, corpus: beam.PCollection, fence: Callable[[], None] = unfenced
+    ):
         super().__init__()
-        self._output, self._corpus = output, corpus
+        self._output, self._corpus, self._fence = output, corpus, fence
 
     def expand(self, skips):
         return (
@@ -60,6 +63,7 @@ class WriteSkips(beam.PTransform):
                 key=str,
                 num_shards=skipped_shards,
                 corpus=self._corpus,
+                fence=self._fence,
             )
         )
 

@@ -36,7 +36,7 @@ from schemas.layout import MCIC, PARQUET, SUFFIXES, TFRECORD, shard_file
 from schemas.tf_example import tfrecord_frame, to_tf_example
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
-from transforms.files import write_file
+from transforms.files import unfenced, write_file
 
 SHARD_CAPTIONS = 20_000  # default shard size: one file per this many captions of the split
 
@@ -105,9 +105,11 @@ def write_shard(
     formats: tuple[Format, ...],
     key: Callable[[Any], str],
     num_shards: int,
+    fence: Callable[[], None],
 ) -> list[str]:
     shard, grouped = shard_and_records
     records = sorted(grouped["records"], key=key)
+    fence()  # a run whose claim was taken over writes no shard
     paths = []
     for form in formats:
         paths.append(shard_path(output, form, name, shard, num_shards))
@@ -149,10 +151,11 @@ class WriteShards(beam.PTransform):
         key: Callable[[Any], str],
         num_shards: Callable[[CorpusRef], int],
         corpus: beam.PCollection,
+        fence: Callable[[], None] = unfenced,
     ):
         super().__init__()
         self._output, self._name, self._formats, self._key = output, name, formats, key
-        self._num_shards, self._corpus = num_shards, corpus
+        self._num_shards, self._corpus, self._fence = num_shards, corpus, fence
 
     def expand(self, records):
         count = self._corpus | "ShardCount" >> beam.Map(self._num_shards)
@@ -173,6 +176,7 @@ class WriteShards(beam.PTransform):
                 formats=self._formats,
                 key=self._key,
                 num_shards=beam.pvalue.AsSingleton(count),
+                fence=self._fence,
             )
         )
 
@@ -184,10 +188,18 @@ def split_shards(split: str, requested: int) -> Callable[[CorpusRef], int]:
 class WriteInstances(beam.PTransform):
     """Instances -> per-split files; returns the written file names."""
 
-    def __init__(self, *, output: str, num_shards: int, num_options: int, corpus: beam.PCollection):
+    def __init__(
+        self,
+        *,
+        output: str,
+        num_shards: int,
+        num_options: int,
+        corpus: beam.PCollection,
+        fence: Callable[[], None] = unfenced,
+    ):
         super().__init__()
         self._output, self._num_shards, self._corpus = output, num_shards, corpus
-        self._num_options = num_options
+        self._num_options, self._fence = num_options, fence
 
     def expand(self, instances):
         by_split = instances | "BySplit" >> beam.Partition(
@@ -203,6 +215,7 @@ class WriteInstances(beam.PTransform):
                 key=operator.itemgetter("example_id"),
                 num_shards=split_shards(split, self._num_shards),
                 corpus=self._corpus,
+                fence=self._fence,
             )
             for code, split in enumerate(SPLITS)
         ]
