@@ -201,7 +201,10 @@ def test_a_gcs_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_no
         _wait_for(
             lambda: (
                 paused.poll() is not None
-                or any(b.name.endswith("corpus/embeddings.npy") for b in client.list_blobs(BUCKET))
+                or any(
+                    b.name.endswith("corpus/embeddings.npy")
+                    for b in client.list_blobs(BUCKET, prefix=prefix)
+                )
             ),
             300,
         )
