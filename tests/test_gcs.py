@@ -201,15 +201,13 @@ def test_a_gcs_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_no
         _wait_for(
             lambda: (
                 paused.poll() is not None
-                or any(
-                    b.name.endswith("corpus/embeddings.npy")
-                    for b in client.list_blobs(BUCKET, prefix=prefix)
-                )
+                or any(b.name.endswith(".faiss") for b in client.list_blobs(BUCKET, prefix=prefix))
             ),
             300,
         )
         assert paused.poll() is None, paused.communicate()[1].decode()[-3000:]
-        paused.send_signal(signal.SIGSTOP)  # after its corpus, before its shards
+        # after its corpus and model, before its shards (as in test_versions)
+        paused.send_signal(signal.SIGSTOP)
         [lock] = [b for b in client.list_blobs(BUCKET, prefix=prefix) if b.name.endswith(LOCK_FILE)]
         lease_until = json.loads(lock.download_as_bytes())["lease_until"]
         _wait_for(lambda: time.time() > lease_until, 60)

@@ -194,10 +194,12 @@ def test_a_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_nothin
     env = {**os.environ, "DMC_CLAIM_LEASE_SECONDS": "2"}  # renewed every 0.2 s
     paused = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
-    while not list(root.glob("versions/*/corpus/embeddings.npy")) and time.monotonic() < deadline:
+    # Paused after its corpus and model, before its shards: once its index is written
+    # (a write in flight at the pause would complete; the indexes are the same bytes).
+    while not list(root.glob("versions/*/corpus/index-*.faiss")) and time.monotonic() < deadline:
         assert paused.poll() is None, "the run ended before it could be paused"
         time.sleep(0.05)
-    paused.send_signal(signal.SIGSTOP)  # after its corpus, before its shards
+    paused.send_signal(signal.SIGSTOP)
     try:
         [claim] = root.glob("versions/*/_LOCK")
         lease_until = json.loads(claim.read_text())["lease_until"]

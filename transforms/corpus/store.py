@@ -227,10 +227,13 @@ def corpus_ref(directory: str, split_of: np.ndarray) -> CorpusRef:
     return CorpusRef(directory, len(split_of), dict(zip(SPLITS, split_sizes.tolist(), strict=True)))
 
 
-def write_corpus(corpus: Corpus, model, output: str) -> CorpusRef:
+def write_corpus(corpus: Corpus, model, output: str, fence: Callable[[], None]) -> CorpusRef:
+    """The corpus files, then the model: the one file whose bytes differ from run to run
+    (gensim logs times in it), so the fence is checked again just before it."""
     directory = FileSystems.join(output, "corpus")
     write_tables(corpus.captions, corpus.ngrams, directory)
     write_vectors(directory, corpus.embeddings, corpus.own_closeness)
+    fence()
     save_model(model, model_path(output))
     return corpus_ref(directory, corpus.split_of)
 
@@ -461,10 +464,12 @@ def train_and_store(
         columns = {name: [getattr(c, name) for c in ordered] for name in CAPTION_COLUMNS}
         if trained is None:
             corpus = make_corpus(columns, unit_vectors(model), encode_ngrams(documents))
-            return TrainedCorpus(write_corpus(corpus, model, output), model_path(output), 0)
+            ref = write_corpus(corpus, model, output, fence)
+            return TrainedCorpus(ref, model_path(output), 0)
         directory = FileSystems.join(output, "corpus")
         write_tables(columns, encode_ngrams(documents), directory)
         write_file(FileSystems.join(directory, inference.TRAINED_ROWS), npy_bytes(trained))
+        fence()
         save_model(model, model_path(output))
         split_of = np.asarray([SPLITS.index(s) for s in columns["split"]], dtype=np.int8)
         Metrics.counter("pv", "trained").inc(len(trained))
