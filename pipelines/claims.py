@@ -48,8 +48,7 @@ class Fence:
     run: str
 
     def __call__(self) -> None:
-        found = claim_file(self.directory).read()
-        holder = _decode(found[0]) if found else None
+        holder = holder_of(claim_file(self.directory))
         if holder is None or holder.run != self.run:
             now = f"held by {holder.describe()}" if holder else "released"
             raise InputError(
@@ -116,6 +115,12 @@ def _decode(data: bytes) -> Owner | None:
         return None
 
 
+def holder_of(store: "LocalClaim | GcsClaim") -> Owner | None:
+    """Who holds the claim now; None when it is released (or cut short: stale)."""
+    found = store.read()
+    return _decode(found[0]) if found else None
+
+
 class LocalClaim:
     """The claim file on a local filesystem, created whole or not at all.
 
@@ -164,8 +169,7 @@ class LocalClaim:
         return True
 
     def holds(self, run: str) -> bool:
-        found = self.read()
-        holder = _decode(found[0]) if found else None
+        holder = holder_of(self)
         return holder is not None and holder.run == run
 
     def renew(self, data: bytes, token: str) -> str | None:

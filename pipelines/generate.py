@@ -220,8 +220,9 @@ def strategy_sections(options: GenerateOptions) -> dict:
     if report:
         sections["strategy"] = report
     if options.adversarial_rounds:
-        report = read_json(FileSystems.join(options.output, ADVERSARIAL_FILE))
-        sections["adversarial_filtering"] = report
+        sections["adversarial_filtering"] = read_json(
+            FileSystems.join(options.output, ADVERSARIAL_FILE)
+        )
     return sections
 
 
