@@ -1,6 +1,7 @@
 """Each validity rule on a handful of captions, through the kernels the strategies call."""
 
 import numpy as np
+import pytest
 
 from transforms.corpus.store import make_corpus
 from transforms.corpus.surface import encode_ngrams
@@ -144,3 +145,24 @@ def test_pairs_allowed_applies_each_rule_both_ways_round_as_choose_valid_does():
                 if reason != VALID:
                     expected[reason] += 1
         np.testing.assert_array_equal(rejected, expected)
+
+
+@pytest.mark.parametrize("need", [1, 3, 9])
+def test_a_row_that_needs_only_its_first_allowed_candidates_gets_the_same_ones(need):
+    """``need`` leaves candidates after a row's first allowed ones unchecked (not allowed,
+    counted nowhere), never changes which come first: those are what closed sets keep."""
+    data = corpus()
+    rows = np.arange(9)
+    candidates = np.array([np.roll(np.tile(rows, 3), -shift) for shift in range(9)])
+    sim_pv = np.zeros(candidates.shape)
+    full, all_rejected = pairs_allowed(
+        data, rows, candidates, sim_pv, RULES_ON, data.ngrams.scratch()
+    )
+    needed, rejected = pairs_allowed(
+        data, rows, candidates, sim_pv, RULES_ON, data.ngrams.scratch(), need=need
+    )
+    assert not (needed & ~full).any()
+    for got, every in zip(needed, full, strict=True):
+        first = np.flatnonzero(every)[:need]
+        np.testing.assert_array_equal(np.flatnonzero(got)[: len(first)], first)
+    assert needed.sum() < full.sum() and (rejected <= all_rejected).all()

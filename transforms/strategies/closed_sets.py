@@ -214,7 +214,13 @@ class _AllowedPairs(beam.DoFn):
             self._scratch = corpus.ngrams.scratch()  # one per DoFn instance: not thread-safe
         with timed("decoys", "allowed_pairs"):
             allowed, rejected = pairs_allowed(
-                corpus, batch.targets, batch.candidates, batch.sim_pv, self._rules, self._scratch
+                corpus,
+                batch.targets,
+                batch.candidates,
+                batch.sim_pv,
+                self._rules,
+                self._scratch,
+                need=self._k,
             )
         self._rejections.add(rejected)
         candidates, sim_pv, allowed = first_allowed(
@@ -413,7 +419,9 @@ def searched_deeper(
     if not len(short):
         return edges
     candidates, sim_pv = search(corpus, pool, edges.targets[short], neighbours)
-    allowed, _ = pairs_allowed(corpus, edges.targets[short], candidates, sim_pv, rules, scratch)
+    allowed, _ = pairs_allowed(
+        corpus, edges.targets[short], candidates, sim_pv, rules, scratch, need=k
+    )
     columns = [column.copy() for column in edges[1:]]
     for column, found in zip(columns, first_allowed(candidates, sim_pv, allowed, k), strict=True):
         column[short] = found

@@ -44,6 +44,7 @@ RULES = (
 VALID = -1
 NONE = -2  # a -1 (padding) candidate
 SAME_IMAGE, COPIES, SURFACE, CLOSER, REPEATS = range(len(RULES))
+MIN_BLOCK = 8  # pairs_allowed(need=...) checks at least this many candidates at a time
 
 
 @dataclass(frozen=True)
@@ -155,63 +156,75 @@ def choose_valid(
 @numba.njit(nogil=True, cache=True)
 def _pairs_kernel(
     targets, candidates, sim_pv, image_of, image_rows, image_offsets, text_id, own_closeness,
-    ids, ranks, offsets, lengths, limit, own_caption_rule, scratch, allowed, rejected,
+    ids, ranks, offsets, lengths, limit, own_caption_rule, need, scratch, allowed, rejected,
 ):  # fmt: skip
-    """_violation both ways round for every pair, with each n-gram table loaded once: the
-    target's image captions once per target (candidates as decoys), then the target itself
-    (as a decoy of each candidate's image, :func:`loaded_sim_surf_against`)."""
+    """_violation both ways round for every pair, with each n-gram table loaded once per block
+    of candidates: the target's image captions (candidates as decoys), then the target itself
+    (as a decoy of each candidate's image, :func:`loaded_sim_surf_against`). With ``need``,
+    a row stops at the block in which it has that many allowed."""
     width = candidates.shape[1]
     forward = np.empty(width, np.int64)  # the candidate as a decoy of the target
     for b in range(targets.shape[0]):
         target = targets[b]
         image = image_of[target]
         start, end = image_offsets[image], image_offsets[image + 1]
-        for j in range(width):
-            decoy = candidates[b, j]
-            forward[j] = VALID if decoy >= 0 else NONE
-            if decoy >= 0 and image_of[decoy] == image:
-                forward[j] = SAME_IMAGE
+        found, first = 0, 0
+        while first < width and (need == 0 or found < need):
+            last = width if need == 0 else min(width, first + max(need - found, MIN_BLOCK))
+            for j in range(first, last):
+                decoy = candidates[b, j]
+                forward[j] = VALID if decoy >= 0 else NONE
+                if decoy >= 0 and image_of[decoy] == image:
+                    forward[j] = SAME_IMAGE
+                for k in range(start, end):
+                    if forward[j] == VALID and text_id[image_rows[k]] == text_id[decoy]:
+                        forward[j] = COPIES
             for k in range(start, end):
-                if forward[j] == VALID and text_id[image_rows[k]] == text_id[decoy]:
-                    forward[j] = COPIES
-        for k in range(start, end):
-            load_reference(ids, offsets, image_rows[k], scratch)
-            for j in range(width):
-                if forward[j] == VALID and (
-                    loaded_sim_surf(ids, ranks, offsets, lengths, candidates[b, j], scratch)
-                    >= limit
-                ):
-                    forward[j] = SURFACE
-            unload_reference(ids, offsets, image_rows[k], scratch)
-        load_reference(ids, offsets, target, scratch)
-        for j in range(width):
-            reason = forward[j]
-            if reason == VALID and own_caption_rule and sim_pv[b, j] >= own_closeness[target]:
-                reason = CLOSER
-            if reason == VALID:  # the target as a decoy of the candidate's image
-                other = image_of[candidates[b, j]]
-                for k in range(image_offsets[other], image_offsets[other + 1]):
-                    if reason == VALID and text_id[image_rows[k]] == text_id[target]:
-                        reason = COPIES
-                for k in range(image_offsets[other], image_offsets[other + 1]):
-                    if reason == VALID and (
-                        loaded_sim_surf_against(
-                            ids, ranks, offsets, lengths, image_rows[k], lengths[target], scratch
-                        )
+                load_reference(ids, offsets, image_rows[k], scratch)
+                for j in range(first, last):
+                    if forward[j] == VALID and (
+                        loaded_sim_surf(ids, ranks, offsets, lengths, candidates[b, j], scratch)
                         >= limit
                     ):
-                        reason = SURFACE
-                if (
-                    reason == VALID
-                    and own_caption_rule
-                    and sim_pv[b, j] >= own_closeness[candidates[b, j]]
-                ):
+                        forward[j] = SURFACE
+                unload_reference(ids, offsets, image_rows[k], scratch)
+            load_reference(ids, offsets, target, scratch)
+            for j in range(first, last):
+                reason = forward[j]
+                if reason == VALID and own_caption_rule and sim_pv[b, j] >= own_closeness[target]:
                     reason = CLOSER
-            if reason == VALID:
-                allowed[b, j] = True
-            elif reason != NONE:
-                rejected[reason] += 1
-        unload_reference(ids, offsets, target, scratch)
+                if reason == VALID:  # the target as a decoy of the candidate's image
+                    other = image_of[candidates[b, j]]
+                    for k in range(image_offsets[other], image_offsets[other + 1]):
+                        if reason == VALID and text_id[image_rows[k]] == text_id[target]:
+                            reason = COPIES
+                    for k in range(image_offsets[other], image_offsets[other + 1]):
+                        if reason == VALID and (
+                            loaded_sim_surf_against(
+                                ids,
+                                ranks,
+                                offsets,
+                                lengths,
+                                image_rows[k],
+                                lengths[target],
+                                scratch,
+                            )
+                            >= limit
+                        ):
+                            reason = SURFACE
+                    if (
+                        reason == VALID
+                        and own_caption_rule
+                        and sim_pv[b, j] >= own_closeness[candidates[b, j]]
+                    ):
+                        reason = CLOSER
+                if reason == VALID:
+                    allowed[b, j] = True
+                    found += 1
+                elif reason != NONE:
+                    rejected[reason] += 1
+            unload_reference(ids, offsets, target, scratch)
+            first = last
 
 
 def pairs_allowed(
@@ -221,10 +234,14 @@ def pairs_allowed(
     sim_pv: np.ndarray,
     rules: ValidityRules,
     scratch: np.ndarray,
+    need: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Whether each (target, candidate) pair may be each other's decoy, both ways round.
 
     Returns (allowed (B, N) bool, rejections per rule); -1 candidates are not allowed.
+    ``need``: a row's candidates after its first ``need`` allowed ones (in a block of at
+    least ``MIN_BLOCK``) are left unchecked, not allowed. On real captions nearly every
+    near pair is allowed, so closed sets, which keep K of K x depth, check about K a row.
     """
     allowed = np.zeros(candidates.shape, dtype=bool)
     rejected = np.zeros(len(RULES), dtype=np.int64)
@@ -235,6 +252,7 @@ def pairs_allowed(
         *_corpus_arrays(corpus),
         rules.limit,
         rules.own_caption_rule,
+        need,
         scratch,
         allowed,
         rejected,
