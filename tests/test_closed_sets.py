@@ -9,6 +9,15 @@ import pyarrow.parquet as pq
 
 from tests.dataset_checks import check_dataset, read_parquet
 from tests.test_train import in_text_order
+from transforms.corpus.neighbours import load_searchable, search
+from transforms.strategies.closed_sets import (
+    ClosedSets,
+    Edges,
+    cosines_among,
+    graph_weights,
+    leftover_graphs,
+)
+from transforms.strategies.validity import mutual_allowed, pairs_allowed
 
 SPLITS = ("train", "dev", "test")
 
@@ -94,3 +103,29 @@ def test_the_audit_in_statistics_is_what_the_files_give(mcic_dataset):
     assert audit["verdict"]["model"] == furthest["model"]
     bound = 3 * np.sqrt(0.2 * 0.8 / furthest["test"]["total"])
     assert audit["verdict"]["at_chance"] == (abs(furthest["test"]["accuracy"] - 0.2) <= bound)
+
+
+def test_leftover_graphs_travel_as_bits_and_give_back_the_same_weights(closed_sets_dataset):
+    """The border pass's input: which pairs may share a set, packed; the cosines recomputed
+    from the index equal those the pairs were checked with."""
+    directory, options = closed_sets_dataset
+    config = ClosedSets.resolve(options.strategy_config())
+    searchable = load_searchable(os.path.join(directory, "corpus"), config.decoy_pool, config.index)
+    corpus, pool = searchable.corpus, searchable.pools["train"]
+    rows = pool.rows[::7][:60]
+    candidates, sim_pv = search(corpus, pool, rows, ClosedSets.searched(config))
+    scratch = corpus.ngrams.scratch()
+    allowed, _ = pairs_allowed(corpus, rows, candidates, sim_pv, config.rules, scratch)
+    edges = Edges(rows, candidates, sim_pv, allowed)
+    graphs = leftover_graphs(corpus, pool, edges, config.rules, scratch)
+    weights = graph_weights(pool, graphs)
+    nodes = np.concatenate([rows[:, None], graphs.candidates], axis=1)
+    assert graphs.allowed.nbytes * 20 < weights.nbytes
+    for b, row in enumerate(nodes):
+        row = row[row >= 0]
+        cosines = cosines_among(pool, row)
+        mutual = mutual_allowed(corpus, row, cosines, config.rules, scratch)
+        expected = np.where(mutual, cosines, np.nan).astype(np.float32)
+        np.testing.assert_array_equal(weights[b, : len(row), : len(row)], expected)
+        assert np.isnan(weights[b, len(row) :]).all() and np.isnan(weights[b, :, len(row) :]).all()
+    assert (~np.isnan(weights)).sum() > len(rows)  # real graphs, not all NaN
