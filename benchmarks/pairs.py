@@ -16,7 +16,6 @@ check is the same in both rows, so are the K kept (the last column says so).
 import argparse
 import sys
 import time
-from dataclasses import fields
 
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
@@ -34,9 +33,7 @@ def version_config(version: str) -> StrategyConfig:
     saved = read_manifest(version)["options"]
     if saved["decoys"] != ClosedSets.name:
         raise SystemExit(f"{version}: generated with --decoys {saved['decoys']}, not closed_sets")
-    names = {field.name for field in fields(GenerateOptions)}
-    options = GenerateOptions(**{name: value for name, value in saved.items() if name in names})
-    return ClosedSets.resolve(options.strategy_config())
+    return ClosedSets.resolve(GenerateOptions(**saved).strategy_config())
 
 
 def measure(version: str, split: str, targets: int, seed: int) -> str:
