@@ -292,8 +292,7 @@ def set_selections(
     its caption each is (example ids of the second and later end in ``.<count>``)."""
     scratch = corpus.ngrams.scratch()
     for members, member_counts in zip(sets, counts, strict=True):
-        vectors = pool.index.reconstruct_batch(np.searchsorted(pool.rows, members))
-        cosines = (vectors @ vectors.T).astype(np.float64)
+        cosines = cosines_among(pool, members)
         for k, target_row in enumerate(members):
             others = np.delete(np.arange(len(members)), k)
             candidates = members[others]
