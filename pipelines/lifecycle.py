@@ -112,7 +112,8 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
         # never published: a dataset that silently lost captions is worse than none
         raise RuntimeError(
             f"{directory}: {missing} captions are neither the target of an instance nor "
-            "skipped; the version is left incomplete (a bug: please report it)"
+            "skipped; the version is left incomplete (with --direct_num_workers > 1 Beam's "
+            "local runner can lose elements between stages: docs/troubleshooting.md)"
         )
     statistics = {
         **statistics,
