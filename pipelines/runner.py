@@ -8,7 +8,7 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner, worker_handlers
 
 from pipelines.cli import Command, parse_flags
 from pipelines.options import GenerateOptions, LogOptions
@@ -23,10 +23,23 @@ def local_or_given_runner(beam_args: list[str]) -> beam.Pipeline:
     FnApiRunner keeps local runs offline and on the engine the tests use. It
     honours ``--direct_num_workers`` and ``--direct_running_mode``.
     """
+    flush_by_size_only()
     pipeline_options = PipelineOptions(beam_args)
     if pipeline_options.view_as(StandardOptions).runner:
         return beam.Pipeline(options=pipeline_options)
     return beam.Pipeline(runner=FnApiRunner(), options=pipeline_options)
+
+
+def flush_by_size_only() -> None:
+    """Beam's local runner flushes its gRPC data streams every second as well as by size.
+    A timed flush clears the buffer after its send returns, dropping whatever was written
+    meanwhile: whole chunks of a stage's output vanished between stages, with no error, in
+    the multi_threading and multi_processing modes (``benchmarks/runner_loss.py``,
+    docs/troubleshooting.md). Flushing by size alone loses nothing and costs a batch run
+    nothing. The limit is a module constant, read when the runner starts its data server
+    and its in-process workers; subprocess workers flush by size already.
+    """
+    worker_handlers.DATA_BUFFER_TIME_LIMIT_MS = 0
 
 
 def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:
