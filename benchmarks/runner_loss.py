@@ -11,6 +11,8 @@ outputs flattened and grouped by shard, as the writer does. It counts what arriv
 
 ``--copies 2`` runs two pipelines at once, so that the machine's cores are contended, as
 when a laptop does other work. A run loses when fewer records arrive than were emitted.
+Each mode runs with Beam's default flushing of the data streams (``timed``: by size and
+every second) and with this project's (``size``: by size only, ``flush_by_size_only``).
 """
 
 import argparse
@@ -26,9 +28,12 @@ from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from pipelines.runner import run_to_completion
+from pipelines.runner import flush_by_size_only, run_to_completion
 
 MODES = {"in_memory": 1, "multi_threading": 2, "multi_processing": 2}
+# How the runner's gRPC data streams flush: Beam's default (by size, and every second), or
+# by size only, as pipelines/runner.py sets it.
+FLUSHES = ("timed", "size")
 SHARDS = 20
 SHAPE = ("parts", "per_part", "border", "size")  # the flags that size the pipeline
 
@@ -55,8 +60,12 @@ def count_arrived(grouped: tuple[int, dict]) -> None:
         Metrics.counter("arrived", record["id"].split("-")[0]).inc()
 
 
-def arrived(mode: str, parts: int, per_part: int, border: int, size: int) -> dict[str, int]:
+def arrived(
+    mode: str, flush: str, parts: int, per_part: int, border: int, size: int
+) -> dict[str, int]:
     """{"part": n, "border": m}: the records of each source that reached the last stage."""
+    if flush == "size":
+        flush_by_size_only()
     text = "x" * size
     flags = [f"--direct_num_workers={MODES[mode]}", f"--direct_running_mode={mode}"]
     pipeline = beam.Pipeline(runner=FnApiRunner(), options=PipelineOptions(flags))
@@ -79,24 +88,25 @@ def arrived(mode: str, parts: int, per_part: int, border: int, size: int) -> dic
     return {source: counters.get(f"arrived/{source}", 0) for source in ("part", "border")}
 
 
-def trial(mode: str, copies: int, sizes: list[str]) -> list[dict]:
+def trial(mode: str, flush: str, copies: int, sizes: list[str]) -> list[dict]:
     """``copies`` runs at once, each in its own process: what each emitted and received."""
-    command = [sys.executable, "-m", "benchmarks.runner_loss", "--one", mode, *sizes]
+    command = [sys.executable, "-m", "benchmarks.runner_loss", "--one", mode, "--flushes", flush]
     with ThreadPoolExecutor(copies) as pool:
         done = pool.map(
-            lambda _: subprocess.run(command, capture_output=True, check=True), range(copies)
+            lambda _: subprocess.run([*command, *sizes], capture_output=True, check=True),
+            range(copies),
         )
         return [json.loads(run.stdout.decode().splitlines()[-1]) for run in done]
 
 
 def table(rows: list[tuple]) -> str:
     lines = [
-        "| mode | runs | runs that lost records | records lost | mean wall s |",
-        "|---|---|---|---|---|",
+        "| mode | flush | runs | runs that lost records | records lost | mean wall s |",
+        "|---|---|---|---|---|---|",
     ]
     lines += [
-        f"| {mode} | {runs} | {losing} | {lost:,} | {wall:.1f} |"
-        for mode, runs, losing, lost, wall in rows
+        f"| {mode} | {flush} | {runs} | {losing} | {lost:,} | {wall:.1f} |"
+        for mode, flush, runs, losing, lost, wall in rows
     ]
     return "\n".join(lines)
 
@@ -104,7 +114,10 @@ def table(rows: list[tuple]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modes", default=",".join(MODES), help="running modes, comma-separated")
-    parser.add_argument("--runs", type=int, default=3, help="trials per mode")
+    parser.add_argument(
+        "--flushes", default=",".join(FLUSHES), help="timed (Beam's default), size (ours), or both"
+    )
+    parser.add_argument("--runs", type=int, default=3, help="trials per mode and flush")
     parser.add_argument("--copies", type=int, default=1, help="pipelines run at once per trial")
     parser.add_argument("--parts", type=int, default=16)
     parser.add_argument("--per_part", type=int, default=40_000, help="records each part emits")
@@ -117,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     shape = [getattr(args, name) for name in SHAPE]
     if args.one:
         started = time.perf_counter()
-        counts = arrived(args.one, *shape)
+        counts = arrived(args.one, args.flushes, *shape)
         expected = args.parts * args.per_part + args.border
         print(
             json.dumps(
@@ -128,10 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [f"--{name}={value}" for name, value in zip(SHAPE, shape, strict=True)]
     rows = []
     for mode in args.modes.split(","):
-        runs = [run for _ in range(args.runs) for run in trial(mode, args.copies, sizes)]
-        lost = [run["lost"] for run in runs]
-        wall = sum(run["wall"] for run in runs) / len(runs)
-        rows.append((mode, len(runs), sum(n > 0 for n in lost), sum(lost), wall))
+        for flush in args.flushes.split(","):
+            runs = [run for _ in range(args.runs) for run in trial(mode, flush, args.copies, sizes)]
+            lost = [run["lost"] for run in runs]
+            wall = sum(run["wall"] for run in runs) / len(runs)
+            rows.append((mode, flush, len(runs), sum(n > 0 for n in lost), sum(lost), wall))
     print(table(rows))
     return 0
 

@@ -112,8 +112,7 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
         # never published: a dataset that silently lost captions is worse than none
         raise RuntimeError(
             f"{directory}: {missing} captions are neither the target of an instance nor "
-            "skipped; the version is left incomplete (with --direct_num_workers > 1 Beam's "
-            "local runner can lose elements between stages: docs/troubleshooting.md)"
+            "skipped; the version is left incomplete (a bug: see docs/troubleshooting.md)"
         )
     statistics = {
         **statistics,
