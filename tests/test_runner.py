@@ -15,7 +15,8 @@ HOUR_MS = 3_600_000  # the timer never fires in the test: the flush is called by
 
 
 def test_a_timed_flush_drops_what_is_written_while_it_sends():
-    """Beam's timed flush, raced by hand: the write made during its send never arrives."""
+    """Beam's timed flush, raced by hand: the write made during its send never arrives.
+    Should Beam fix this, the test fails, and ``flush_by_size_only`` may go."""
     sent: list[bytes] = []
     sending, written = threading.Event(), threading.Event()
 

@@ -9,8 +9,9 @@ similarities (NaN in the files) and are left out of the distributions.
 Computed after the pipeline from the files it wrote (the instance Parquet
 shards and the skipped-record files), so the statistics describe exactly
 what a reader of the dataset gets. A combine over the instance stream gave
-partial counts for a 600k-caption run on the multi-process FnApiRunner (see
-the issue notes); reading back ~four columns costs seconds.
+partial counts for a 600k-caption run on the multi-process FnApiRunner (its
+timed flush dropped data between stages; now off, ``pipelines/runner.py``);
+reading back ~four columns costs seconds.
 """
 
 import json
