@@ -16,7 +16,6 @@ every second) and with this project's (``size``: by size only, ``flush_by_size_o
 """
 
 import argparse
-import hashlib
 import json
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from pipelines.runner import flush_by_size_only, run_to_completion
+from transforms.dataset.write import shard_of
 
 MODES = {"in_memory": 1, "multi_threading": 2, "multi_processing": 2}
 # How the runner's gRPC data streams flush: Beam's default (by size, and every second), or
@@ -51,8 +51,7 @@ def border_records(keyed: tuple, border: int, text: str):
 
 
 def sharded(record: dict) -> tuple[int, dict]:
-    digest = hashlib.blake2b(record["id"].encode(), digest_size=4).digest()
-    return int.from_bytes(digest, "big") % SHARDS, record
+    return shard_of(record["id"], SHARDS), record
 
 
 def count_arrived(grouped: tuple[int, dict]) -> None:
