@@ -18,6 +18,7 @@ from pipelines.options import GenerateOptions
 from pipelines.versions import read_manifest
 from tests.conftest import TRAINING, generated
 from tests.dataset_checks import check_dataset, read_parquet
+from transforms.strategies.closed_sets import BORDER_ROUNDS
 from transforms.strategies.parts import depth_for
 
 SPLITS = ("train", "dev", "test")
@@ -78,6 +79,32 @@ def test_no_part_exceeds_the_shard_size_and_the_border_pass_holds_leftovers_only
     captions = metrics["corpus/captions"]
     assert 0 < metrics["closed_sets/border_leftovers"] < captions / 2
     assert metrics["closed_sets/border_sets"] > 0
+
+
+def test_the_border_pass_works_in_regions_of_parts_not_whole_splits(sharded_dataset):
+    """Round r groups the leftovers of 2 ** r parts (the whole split once that covers it):
+    train's 32 parts give 16 + 8 + 4 regions, dev's and test's 4 give 2 + 1 each, less any
+    region with no leftovers left."""
+    metrics = read_manifest(sharded_dataset[0])["metrics"]
+    regions = 0
+    for split in SPLITS:
+        depth = round(np.log2(metrics[f"closed_sets/parts_{split}"]))
+        last = min(BORDER_ROUNDS, max(depth, 1))
+        regions += sum(2 ** max(depth - shift, 0) for shift in range(1, last + 1))
+    assert regions == 28 + 3 + 3
+    assert len(SPLITS) * BORDER_ROUNDS < metrics["closed_sets/border_groups"] <= regions
+
+
+def test_no_caption_is_a_target_more_often_than_set_memberships_allows(sharded_dataset):
+    """Each border round passes the room it left to the next: a caption is never in more
+    sets than allowed, and its instances' example ids stay distinct."""
+    directory, options = sharded_dataset
+    for split in SPLITS:
+        rows = read_parquet(directory, split)
+        ids = [row["example_id"] for row in rows]
+        assert len(set(ids)) == len(ids), split
+        targets = Counter(row["target_caption_id"] for row in rows)
+        assert max(targets.values()) == options.set_memberships, split
 
 
 def test_sharded_coverage_and_closeness_match_the_unsharded_grouping(

@@ -22,10 +22,15 @@ Stages, none of which holds a whole split's neighbour graph:
    part per worker at a time, keyed by (split, part); then a *border set* for each caption
    it left out, among that caption's own candidates in the part, every pair among them
    checked against the rules directly (``grouping.border_sets``).
-4. ``BorderSets``: what is still left out gets a border set among its candidates wherever
-   they lie (searched ``LEFTOVER_DEPTH`` times deeper first when fewer than K): the pairs
-   among them are checked in parallel (``LeftoverGraphs``), then one pass per split over
-   these leftovers alone chooses the sets.
+4. ``BorderSets``: what is still left out gets a border set among its candidates across
+   the parts' borders (searched ``LEFTOVER_DEPTH`` times deeper first when fewer than K):
+   the pairs among them are checked in parallel (``LeftoverGraphs``), then the sets are
+   chosen in ``BORDER_ROUNDS`` rounds up the part tree. Round r works in regions of 2 ** r
+   parts, keyed by (split, node), among the candidates in the region: regions are
+   disjoint, so each has its own captions' room for sets, and what a round leaves out goes
+   on to the parent region with the room that remains. No group holds more than eight
+   parts' leftovers, whatever the corpus size; a leftover whose candidates lie beyond its
+   last region is skipped (``closed_sets/border_skipped_with_candidates_beyond``).
 
 Checking the pairs among a caption's candidates directly, rather than only the kNN edges,
 finds the sets the kNN graph misses where most near captions are paraphrases the rules
@@ -89,6 +94,9 @@ LEFTOVER_DEPTH = 4
 # pairs among them are checked directly, so the cost grows with its square (50 took 3/4
 # of the 124k benchmark's busy time; measured in the README).
 BORDER_CANDIDATES = 32
+# Rounds of the border pass: round r works in regions of 2 ** r parts (the last: at most 8
+# parts' leftovers in one group, whatever the corpus size), or the whole split if smaller.
+BORDER_ROUNDS = 3
 # Skip reasons of a caption in no set, one per grouping.LEFT_OUT reason.
 LEFT_OUT_REASONS = {code: f"decoys/closed_set_{why}" for code, why in LEFT_OUT.items()}
 
@@ -135,10 +143,13 @@ class Edges(NamedTuple):
     allowed: np.ndarray  # bool (B, K)
 
 
-class AtLimit(NamedTuple):
-    """Captions of a part in as many sets as allowed: the border pass may not use them."""
+class Capacity(NamedTuple):
+    """Captions of a region whose room for border sets is not the default: those already in
+    as many sets as allowed (from the parts) and those earlier border rounds used."""
 
-    rows: np.ndarray  # int64 corpus rows
+    rows: np.ndarray  # int64 corpus rows, sorted
+    remaining: np.ndarray  # int64: how many more border sets each may join
+    next: np.ndarray  # int64: the membership number its next set gets (1, 2, ...)
 
 
 class LeftoverGraphs(NamedTuple):
@@ -316,7 +327,7 @@ class _FormSets(beam.DoFn):
     left out among their candidates in the part. What is still left out goes on to
     ``LEFTOVERS`` with all its candidates, across the part's border too (the border pass
     sets or skips it: only there is it known whether another part's leftover takes it), and
-    so do the captions the part filled (``AtLimit``).
+    so do the captions the part filled (a ``Capacity`` with no room left).
     """
 
     def __init__(
@@ -369,12 +380,15 @@ class _FormSets(beam.DoFn):
         )
         full = np.flatnonzero(np.bincount(sets.ravel(), minlength=len(rows)) >= self._max)
         if self._max > 1 and len(full):  # with 1, the border pass uses leftovers only
-            yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, directory), AtLimit(rows[full])))
+            filled = Capacity(
+                rows[full], np.zeros(len(full), np.int64), np.full(len(full), self._max)
+            )
+            yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, part, directory), filled))
         onward = left[reasons != COVERED]  # the border pass decides for every one of them
         if len(onward):
             out = Edges(rows[onward], edges.candidates[onward], edges.sim_pv[onward],
                         edges.allowed[onward])  # fmt: skip
-            yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, directory), out))
+            yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, part, directory), out))
 
 
 def skip(corpus: Corpus, row: int, reason: int, split: str) -> beam.pvalue.TaggedOutput:
@@ -448,6 +462,14 @@ def searched_deeper(
     return Edges(edges.targets, *columns)
 
 
+class Leftovers(NamedTuple):
+    """Leftovers' graphs on their way through the border rounds, with the part of each node
+    (the leftover and its candidates), so that a round keeps the candidates in its region."""
+
+    graphs: LeftoverGraphs
+    parts: np.ndarray  # int64 (B, K + 1): the leaf part of [target, *candidates], -1 padded
+
+
 class _LeftoverGraphs(beam.DoFn):
     """Leftovers -> their graphs, those short of candidates searched deeper first."""
 
@@ -455,9 +477,11 @@ class _LeftoverGraphs(beam.DoFn):
         self._corpus, self._rules, self._neighbours = corpus, rules, neighbours
         self._scratch = None
 
-    def process(self, keyed: tuple[tuple[str, str], Edges | AtLimit]):
-        (split, directory), edges = keyed
-        if isinstance(edges, AtLimit):
+    def process(
+        self, keyed: tuple[tuple[str, int, str], Edges | Capacity], trees: dict[str, PartTree]
+    ):
+        (split, _, directory), edges = keyed
+        if isinstance(edges, Capacity):
             yield keyed
             return
         searchable = self._corpus.acquire(directory)
@@ -469,79 +493,200 @@ class _LeftoverGraphs(beam.DoFn):
                 corpus, pool, edges, self._rules, self._scratch, self._neighbours
             )
             graphs = leftover_graphs(corpus, pool, edges, self._rules, self._scratch)
-        yield (split, directory), graphs
+            nodes = np.concatenate([graphs.targets[:, None], graphs.candidates], axis=1)
+            parts = np.full(nodes.shape, -1, np.int64)
+            parts[nodes >= 0] = parts_of(searchable, trees[split], split, nodes[nodes >= 0])
+        yield keyed[0], Leftovers(graphs, parts)
 
 
-def batches_of(keyed: tuple[tuple[str, str], Edges | AtLimit], size: int):
+def batches_of(keyed: tuple[tuple[str, int, str], Edges | Capacity], size: int):
     """A part's leftovers in batches of at most ``size``, so their graphs spread over workers."""
     key, edges = keyed
-    if isinstance(edges, AtLimit):
+    if isinstance(edges, Capacity):
         yield keyed
         return
     for start in range(0, len(edges.targets), size):
         yield key, Edges(*(column[start : start + size] for column in edges))
 
 
+Region = tuple[tuple[str, int, str], Leftovers | Capacity]  # (split, tree node, directory)
+
+
+def parent(keyed: Region) -> Region:
+    """Keyed by a node of the part tree (leaves: the parts) -> keyed by its parent, whose
+    region is the union of its two children's (the root is its own parent).
+
+    >>> parent((("train", 5, "d"), None)), parent((("train", 0, "d"), None))
+    ((('train', 2, 'd'), None), (('train', 0, 'd'), None))
+    """
+    (split, node, directory), value = keyed
+    return (split, node >> 1, directory), value
+
+
+def in_region(
+    candidates: np.ndarray, weights: np.ndarray, parts: np.ndarray, node: int, shift: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(candidates, weights) with only the candidates whose part lies under ``node``, ``shift``
+    levels above the parts: those first, best first, -1 padded; NaN weights for the rest.
+
+    >>> candidates, weights = in_region(np.array([[7, 8, 9]]), np.zeros((1, 4, 4)),
+    ...                                 np.array([[2, 0, 3, 2]]), node=1, shift=1)
+    >>> candidates.tolist(), np.isnan(weights[0]).sum(axis=1).tolist()
+    ([[8, 9, -1]], [1, 1, 1, 4])
+    """
+    inside = (candidates >= 0) & ((parts[:, 1:] >> shift) == node)
+    order = np.argsort(~inside, axis=1, kind="stable")
+    kept = np.take_along_axis(inside, order, axis=1)
+    candidates = np.where(kept, np.take_along_axis(candidates, order, axis=1), -1)
+    nodes = np.concatenate([np.zeros((len(order), 1), np.int64), order + 1], axis=1)
+    batch = np.arange(len(order))[:, None, None]
+    weights = weights[batch, nodes[:, :, None], nodes[:, None, :]]
+    present = np.concatenate([np.ones((len(order), 1), bool), kept], axis=1)
+    weights[~(present[:, :, None] & present[:, None, :])] = np.nan
+    return candidates, weights
+
+
+def looked_up(rows: np.ndarray, values: np.ndarray, ids: np.ndarray, default: np.ndarray):
+    """``values`` of ``ids`` found in ``rows`` (sorted), ``default`` elsewhere.
+
+    >>> looked_up(np.array([2, 5]), np.array([0, 1]), np.array([5, 3]), np.array([9, 9])).tolist()
+    [1, 9]
+    """
+    if not len(rows):
+        return default
+    at = np.searchsorted(rows, ids).clip(max=len(rows) - 1)
+    return np.where(rows[at] == ids, values[at], default)
+
+
+def after_round(capacity: Capacity, before: Capacity, sets: np.ndarray) -> Capacity:
+    """The room left for border sets once ``sets`` are chosen: ``capacity``'s captions and
+    every member of a set, their room less their new memberships. ``before``: the room and
+    next membership number of every caption the round could use (each row once).
+
+    >>> earlier = Capacity(np.array([2, 4]), np.array([2, 0]), np.array([2, 3]))
+    >>> before = Capacity(np.array([1, 2, 3]), np.array([3, 2, 1]), np.array([1, 2, 3]))
+    >>> [column.tolist() for column in after_round(earlier, before, np.array([[1, 2], [2, 3]]))]
+    [[1, 2, 3, 4], [2, 0, 0, 0], [2, 4, 4, 3]]
+    """
+    used, count = np.unique(sets, return_counts=True)
+    at = np.searchsorted(before.rows, used)
+    rows = np.concatenate([capacity.rows, used])
+    remaining = np.concatenate([capacity.remaining, before.remaining[at] - count])
+    following = np.concatenate([capacity.next, before.next[at] + count])
+    order = np.argsort(rows, kind="stable")
+    keep = np.ones(len(rows), bool)  # a set member with an earlier record: the new one counts
+    keep[order[:-1]] = rows[order[:-1]] != rows[order[1:]]
+    order = order[keep[order]]
+    return Capacity(rows[order], remaining[order], following[order])
+
+
 class _BorderSets(beam.DoFn):
-    """A split's leftovers -> border sets' selections, and a Skip for each caption in none."""
+    """One round of the border pass over a region of a split: the leftovers there -> border
+    sets' selections among their candidates in the region.
+
+    Regions are nodes of the part tree, ``shift`` levels above the parts: disjoint, so each
+    has its own captions' room for sets, and no group holds more than ``2 ** shift`` parts'
+    leftovers. What a round leaves out goes on to the parent region with the room that
+    remains; the last round (or the one at the root) skips it, counted under why.
+    """
 
     def __init__(
-        self, corpus: SharedCorpus, lam: float, limit: float, seed: int, max_memberships: int
+        self,
+        corpus: SharedCorpus,
+        lam: float,
+        limit: float,
+        seed: int,
+        max_memberships: int,
+        *,
+        shift: int,
+        last: bool,
     ):
         self._corpus, self._lam, self._limit, self._seed = corpus, lam, limit, seed
-        self._max = max_memberships
+        self._max, self._shift, self._last = max_memberships, shift, last
         self._sets = Metrics.counter("closed_sets", "border_sets")
-        self._leftovers = Metrics.counter("closed_sets", "border_leftovers")
+        self._groups = Metrics.counter("closed_sets", "border_groups")
+        self._entered = Metrics.counter("closed_sets", "border_leftovers")
+        self._beyond = Metrics.counter("closed_sets", "border_skipped_with_candidates_beyond")
 
-    def process(self, keyed: tuple[tuple[str, str], Iterable[LeftoverGraphs | AtLimit]]):
-        (split, directory), elements = keyed
+    def process(
+        self,
+        keyed: tuple[tuple[str, int, str], Iterable[Leftovers | Capacity]],
+        trees: dict[str, PartTree],
+    ):
+        (split, node, directory), elements = keyed
         elements = list(elements)  # one pass over the grouped values, whatever the runner
-        searchable = self._corpus.acquire(directory)
-        corpus = searchable.corpus
-        batches = [e for e in elements if isinstance(e, LeftoverGraphs)]
-        full = [e.rows for e in elements if isinstance(e, AtLimit)]
+        capacity = merged_capacity([e for e in elements if isinstance(e, Capacity)])
+        batches = [e for e in elements if isinstance(e, Leftovers)]
+        root = self._shift >= trees[split].depth  # the region is the whole split
+        final = self._last or root
+        onward = (split, node, directory)
         if not batches:
+            if not final:
+                yield beam.pvalue.TaggedOutput(LEFTOVERS, (onward, capacity))
             return
-        targets = np.concatenate([b.targets for b in batches])
-        order = np.argsort(targets)
-        width = max(b.candidates.shape[1] for b in batches)
-        candidates = np.concatenate([pad_columns(b.candidates, width) for b in batches])[order]
-        pool = searchable.pools[split]
-        weights = [pad_square(graph_weights(pool, b), width + 1) for b in batches]
-        weights = np.concatenate(weights)[order]
-        self._leftovers.inc(len(targets))
-        full = np.concatenate(full) if full else np.zeros(0, np.int64)
-        leftovers = targets[order]
-
-        def capacity_of(ids: np.ndarray) -> np.ndarray:
-            """Leftovers are in no set yet; a caption some part holds may join one border set
-            unless it is full (so never more than --set_memberships in all)."""
-            others = np.where(np.isin(ids, full), 0, 1 if self._max > 1 else 0)
-            return np.where(np.isin(ids, leftovers), self._max, others)
-
+        searchable = self._corpus.acquire(directory)
+        corpus, pool = searchable.corpus, searchable.pools[split]
+        here = merged_leftovers(batches)
+        leftovers = here.graphs.targets
+        self._groups.inc()
+        if self._shift == 1:
+            self._entered.inc(len(leftovers))
         with timed("closed_sets", "border"):
+            weights = graph_weights(pool, here.graphs)
+            candidates, weights = in_region(
+                here.graphs.candidates, weights, here.parts, node, self._shift
+            )
+            members = np.unique(np.concatenate([leftovers, candidates[candidates >= 0]]))
+            is_leftover = np.isin(members, leftovers)
+            held = 1 if self._max > 1 else 0  # a caption a part holds joins one border set
+            before = Capacity(
+                members,
+                looked_up(capacity.rows, capacity.remaining, members,
+                          np.where(is_leftover, self._max, held)),
+                looked_up(capacity.rows, capacity.next, members,
+                          np.where(is_leftover, 1, self._max)),
+            )  # fmt: skip
+            where = "border" if root else f"border/{self._shift}/{node}"
             sets, reasons = border_sets(
-                leftovers, candidates, weights, capacity_of,
-                seed=keyed_int(self._seed, f"{split}/border"),
+                leftovers, candidates, weights,
+                lambda rows: before.remaining[np.searchsorted(members, rows)],
+                seed=keyed_int(self._seed, f"{split}/{where}"),
             )  # fmt: skip
         self._sets.inc(len(sets))
-        first = np.isin(sets, leftovers)  # a leftover's memberships count from 1; others take
-        _, compact = np.unique(sets, return_inverse=True)  # the last, --set_memberships
+        _, compact = np.unique(sets, return_inverse=True)
         running = memberships(compact.reshape(sets.shape), compact.max(initial=-1) + 1)
-        counts = np.where(first, running, self._max)
+        counts = before.next[np.searchsorted(members, sets)] + running - 1
         yield from set_selections(corpus, pool, sets, counts, self._lam, self._limit)
-        for row, reason in zip(leftovers, reasons, strict=True):
-            if reason != COVERED:
+        left = reasons != COVERED
+        if final:
+            beyond = (here.graphs.candidates >= 0) & (candidates < 0)
+            self._beyond.inc(int((left & beyond.any(axis=1)).sum()))
+            for row, reason in zip(leftovers[left], reasons[left], strict=True):
                 yield skip(corpus, row, reason, split)
+            return
+        yield beam.pvalue.TaggedOutput(LEFTOVERS, (onward, after_round(capacity, before, sets)))
+        if left.any():
+            graphs = LeftoverGraphs(*(column[left] for column in here.graphs))
+            yield beam.pvalue.TaggedOutput(LEFTOVERS, (onward, Leftovers(graphs, here.parts[left])))
 
 
-def pad_columns(array: np.ndarray, width: int) -> np.ndarray:
-    return np.pad(array, ((0, 0), (0, width - array.shape[1])), constant_values=-1)
+def merged_leftovers(batches: list[Leftovers]) -> Leftovers:
+    """A region's leftovers as one, in target order (independent of how they arrived)."""
+    targets = np.concatenate([b.graphs.targets for b in batches])
+    order = np.argsort(targets)
+    graphs = LeftoverGraphs(
+        *(np.concatenate([b.graphs[i] for b in batches])[order] for i in range(3))
+    )
+    return Leftovers(graphs, np.concatenate([b.parts for b in batches])[order])
 
 
-def pad_square(array: np.ndarray, size: int) -> np.ndarray:
-    extra = size - array.shape[1]
-    return np.pad(array, ((0, 0), (0, extra), (0, extra)), constant_values=np.nan)
+def merged_capacity(records: list[Capacity]) -> Capacity:
+    """The records of a region's sub-regions (disjoint) as one, sorted by row."""
+    if not records:
+        return Capacity(*(np.zeros(0, np.int64) for _ in range(3)))
+    rows = np.concatenate([r.rows for r in records])
+    order = np.argsort(rows)
+    return Capacity(*(np.concatenate([r[i] for r in records])[order] for i in range(3)))
 
 
 def closed_option_sets(dataset: WrittenDataset) -> None:
@@ -625,19 +770,34 @@ class ClosedSets(DecoyStrategy):
             | "Distribute" >> beam.Reshuffle()
             | "LeftoverGraphs"
             >> beam.ParDo(
-                _LeftoverGraphs(self.corpus, config.rules, LEFTOVER_DEPTH * self.searched(config))
+                _LeftoverGraphs(self.corpus, config.rules, LEFTOVER_DEPTH * self.searched(config)),
+                trees=beam.pvalue.AsSingleton(trees),
             )
-            | "BySplit" >> beam.GroupByKey()
-            | "BorderSets"
-            >> beam.ParDo(
-                _BorderSets(
-                    self.corpus,
-                    config.score_lambda,
-                    config.rules.limit,
-                    config.seed,
-                    own.set_memberships,
-                )
-            ).with_outputs(SKIPPED, main="selections")
         )
-        selections = (formed.selections, border.selections) | "Selections" >> beam.Flatten()
-        return {"selections": selections, SKIPPED: border[SKIPPED]}
+        selections, skipped = [formed.selections], []
+        for shift in range(1, BORDER_ROUNDS + 1):
+            rounds = (
+                border
+                | f"ToRegions{shift}" >> beam.Map(parent)
+                | f"ByRegion{shift}" >> beam.GroupByKey()
+                | f"BorderSets{shift}"
+                >> beam.ParDo(
+                    _BorderSets(
+                        self.corpus,
+                        config.score_lambda,
+                        config.rules.limit,
+                        config.seed,
+                        own.set_memberships,
+                        shift=shift,
+                        last=shift == BORDER_ROUNDS,
+                    ),
+                    trees=beam.pvalue.AsSingleton(trees),
+                ).with_outputs(SKIPPED, LEFTOVERS, main="selections")
+            )
+            selections.append(rounds.selections)
+            skipped.append(rounds[SKIPPED])
+            border = rounds[LEFTOVERS]
+        return {
+            "selections": selections | "Selections" >> beam.Flatten(),
+            SKIPPED: skipped | "Skipped" >> beam.Flatten(),
+        }
