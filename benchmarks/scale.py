@@ -72,7 +72,6 @@ ONE_PROCESS = {
     "pv/train_ms",
     "corpus/encode_and_write_ms",
     "index/build_ms",
-    "closed_sets/border_ms",
 }
 
 

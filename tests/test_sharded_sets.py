@@ -6,6 +6,7 @@ large share: what only a whole run shows (parts planned, grouped by key, leftove
 borders, on one and two workers, in-process and on the portable runner).
 """
 
+import dataclasses
 import glob
 import os
 from collections import Counter
@@ -105,6 +106,25 @@ def test_no_caption_is_a_target_more_often_than_set_memberships_allows(sharded_d
         assert len(set(ids)) == len(ids), split
         targets = Counter(row["target_caption_id"] for row in rows)
         assert max(targets.values()) == options.set_memberships, split
+
+
+def test_border_rounds_share_room_across_regions_and_account_for_every_caption(
+    training_corpus, tmp_path
+):
+    """Parts of at most 60 captions: 128 in train, so regions ask for each other's captions
+    and lend leftovers' numbers. Every caption still ends a target or skipped (the run's
+    own check), none beyond its memberships, every set whole."""
+    options = dataclasses.replace(sharded(training_corpus, str(tmp_path)), set_shard_size=60)
+    directory, options = generated(options)
+    metrics = read_manifest(directory)["metrics"]
+    assert metrics["closed_sets/parts_train"] == 128
+    assert metrics["closed_sets/border_covered_elsewhere"] > 0
+    check_dataset(options, sample=10)
+    for split in SPLITS:
+        rows = read_parquet(directory, split)
+        assert len({row["example_id"] for row in rows}) == len(rows), split
+        targets = Counter(row["target_caption_id"] for row in rows)
+        assert max(targets.values()) <= options.set_memberships, split
 
 
 def test_sharded_coverage_and_closeness_match_the_unsharded_grouping(

@@ -25,12 +25,14 @@ Stages, none of which holds a whole split's neighbour graph:
 4. ``BorderSets``: what is still left out gets a border set among its candidates across
    the parts' borders (searched ``LEFTOVER_DEPTH`` times deeper first when fewer than K):
    the pairs among them are checked in parallel (``LeftoverGraphs``), then the sets are
-   chosen in ``BORDER_ROUNDS`` rounds up the part tree. Round r works in regions of 2 ** r
-   parts, keyed by (split, node), among the candidates in the region: regions are
-   disjoint, so each has its own captions' room for sets, and what a round leaves out goes
-   on to the parent region with the room that remains. No group holds more than eight
-   parts' leftovers, whatever the corpus size; a leftover whose candidates lie beyond its
-   last region is skipped (``closed_sets/border_skipped_with_candidates_beyond``).
+   chosen in ``BORDER_ROUNDS`` rounds up the part tree. Round r groups the leftovers of a
+   region of 2 ** r parts, keyed by (split, node). The free membership numbers of each
+   caption a leftover asks for are granted to one region (``Grant``, keyed by the
+   caption's part: the region that asks most; a leftover's own region keeps all but its
+   highest, which the region that asks most besides may give out), so the regions choose
+   in parallel and no caption exceeds its room. What a round leaves out goes on to the
+   parent region, and the room it used back to each caption's part. No group holds more
+   than eight parts' leftovers, whatever the corpus size.
 
 Checking the pairs among a caption's candidates directly, rather than only the kNN edges,
 finds the sets the kNN graph misses where most near captions are paraphrases the rules
@@ -88,6 +90,7 @@ from transforms.strategies.validity import (
 )
 
 LEFTOVERS = "leftovers"  # FormSets' output of the captions its part left out
+CAPACITY = "capacity"  # room for border sets that is not the default, keyed by part
 # Leftovers short of K allowed candidates are searched this many times deeper again.
 LEFTOVER_DEPTH = 4
 # A border set is chosen among this many of a leftover's nearest allowed candidates: the
@@ -143,13 +146,21 @@ class Edges(NamedTuple):
     allowed: np.ndarray  # bool (B, K)
 
 
-class Capacity(NamedTuple):
-    """Captions of a region whose room for border sets is not the default: those already in
-    as many sets as allowed (from the parts) and those earlier border rounds used."""
+class Room(NamedTuple):
+    """Membership numbers a caption may still take in border sets, as bits (bit n - 1:
+    number n), where that is not the default: captions a part filled, and those earlier
+    border rounds used. Bits, not a count, so that two regions can share a caption's room."""
 
     rows: np.ndarray  # int64 corpus rows, sorted
-    remaining: np.ndarray  # int64: how many more border sets each may join
-    next: np.ndarray  # int64: the membership number its next set gets (1, 2, ...)
+    free: np.ndarray  # int64 bit masks
+
+
+class Grant(NamedTuple):
+    """Captions one region may use this round: ``share`` of each one's free numbers."""
+
+    rows: np.ndarray  # int64 corpus rows, sorted
+    share: np.ndarray  # int64 bit masks: the numbers this region may give out
+    free: np.ndarray  # int64 bit masks: all the caption's free numbers, however shared
 
 
 class LeftoverGraphs(NamedTuple):
@@ -327,7 +338,7 @@ class _FormSets(beam.DoFn):
     left out among their candidates in the part. What is still left out goes on to
     ``LEFTOVERS`` with all its candidates, across the part's border too (the border pass
     sets or skips it: only there is it known whether another part's leftover takes it), and
-    so do the captions the part filled (a ``Capacity`` with no room left).
+    so do the captions the part filled (a ``Room`` with no number free).
     """
 
     def __init__(
@@ -380,10 +391,8 @@ class _FormSets(beam.DoFn):
         )
         full = np.flatnonzero(np.bincount(sets.ravel(), minlength=len(rows)) >= self._max)
         if self._max > 1 and len(full):  # with 1, the border pass uses leftovers only
-            filled = Capacity(
-                rows[full], np.zeros(len(full), np.int64), np.full(len(full), self._max)
-            )
-            yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, part, directory), filled))
+            filled = Room(rows[full], np.zeros(len(full), np.int64))
+            yield beam.pvalue.TaggedOutput(CAPACITY, ((split, part, directory), filled))
         onward = left[reasons != COVERED]  # the border pass decides for every one of them
         if len(onward):
             out = Edges(rows[onward], edges.candidates[onward], edges.sim_pv[onward],
@@ -464,10 +473,18 @@ def searched_deeper(
 
 class Leftovers(NamedTuple):
     """Leftovers' graphs on their way through the border rounds, with the part of each node
-    (the leftover and its candidates), so that a round keeps the candidates in its region."""
+    (the leftover and its candidates): where its room for sets is kept."""
 
     graphs: LeftoverGraphs
     parts: np.ndarray  # int64 (B, K + 1): the leaf part of [target, *candidates], -1 padded
+
+
+class Requests(NamedTuple):
+    """A region's leftovers ask for captions of one part: each its own, and its candidates."""
+
+    rows: np.ndarray  # int64 corpus rows
+    region: int  # the node of the part tree whose group asks
+    own: np.ndarray  # bool: the row is the asking leftover itself
 
 
 class _LeftoverGraphs(beam.DoFn):
@@ -477,13 +494,8 @@ class _LeftoverGraphs(beam.DoFn):
         self._corpus, self._rules, self._neighbours = corpus, rules, neighbours
         self._scratch = None
 
-    def process(
-        self, keyed: tuple[tuple[str, int, str], Edges | Capacity], trees: dict[str, PartTree]
-    ):
+    def process(self, keyed: tuple[tuple[str, int, str], Edges], trees: dict[str, PartTree]):
         (split, _, directory), edges = keyed
-        if isinstance(edges, Capacity):
-            yield keyed
-            return
         searchable = self._corpus.acquire(directory)
         if self._scratch is None:
             self._scratch = searchable.corpus.ngrams.scratch()
@@ -499,20 +511,17 @@ class _LeftoverGraphs(beam.DoFn):
         yield keyed[0], Leftovers(graphs, parts)
 
 
-def batches_of(keyed: tuple[tuple[str, int, str], Edges | Capacity], size: int):
+def batches_of(keyed: tuple[tuple[str, int, str], Edges], size: int):
     """A part's leftovers in batches of at most ``size``, so their graphs spread over workers."""
     key, edges = keyed
-    if isinstance(edges, Capacity):
-        yield keyed
-        return
     for start in range(0, len(edges.targets), size):
         yield key, Edges(*(column[start : start + size] for column in edges))
 
 
-Region = tuple[tuple[str, int, str], Leftovers | Capacity]  # (split, tree node, directory)
+Keyed = tuple[tuple[str, int, str], Leftovers]  # (split, node of the part tree, directory)
 
 
-def parent(keyed: Region) -> Region:
+def parent(keyed: Keyed) -> Keyed:
     """Keyed by a node of the part tree (leaves: the parts) -> keyed by its parent, whose
     region is the union of its two children's (the root is its own parent).
 
@@ -523,25 +532,135 @@ def parent(keyed: Region) -> Region:
     return (split, node >> 1, directory), value
 
 
-def in_region(
-    candidates: np.ndarray, weights: np.ndarray, parts: np.ndarray, node: int, shift: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(candidates, weights) with only the candidates whose part lies under ``node``, ``shift``
-    levels above the parts: those first, best first, -1 padded; NaN weights for the rest.
+def requests_of(keyed: Keyed):
+    """A region's leftovers -> what they ask of each part: themselves and their candidates."""
+    (split, region, directory), leftovers = keyed
+    nodes = np.concatenate([leftovers.graphs.targets[:, None], leftovers.graphs.candidates], 1)
+    own = np.zeros(nodes.shape, bool)
+    own[:, 0] = True
+    present = nodes >= 0
+    rows, parts, own = nodes[present], leftovers.parts[present], own[present]
+    for part in np.unique(parts):
+        mine = parts == part
+        yield (split, int(part), directory), Requests(rows[mine], region, own[mine])
 
-    >>> candidates, weights = in_region(np.array([[7, 8, 9]]), np.zeros((1, 4, 4)),
-    ...                                 np.array([[2, 0, 3, 2]]), node=1, shift=1)
+
+def granted(rows: np.ndarray, regions: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Which regions each requested row goes to: first a leftover's own region, else the
+    region that asked for it most (ties: the lowest node); second the next in that order,
+    -1 if none. Returns (rows, first, second), rows sorted.
+
+    >>> [a.tolist() for a in granted(np.array([4, 4, 4, 6, 6]), np.array([1, 2, 2, 3, 1]),
+    ...                               np.array([True, False, False, False, False]))]
+    [[4, 6], [1, 1], [2, 3]]
+    """
+    pairs, inverse, counts = np.unique(
+        np.stack([rows, regions]), axis=1, return_inverse=True, return_counts=True
+    )
+    mine = np.zeros(pairs.shape[1], bool)
+    np.logical_or.at(mine, inverse.ravel(), own)
+    order = np.lexsort((pairs[1], -counts, ~mine, pairs[0]))
+    row, region = pairs[0, order], pairs[1, order]
+    first = np.ones(len(order), bool)
+    first[1:] = row[1:] != row[:-1]
+    starts = np.flatnonzero(first)
+    has_second = np.append(starts[1:], len(order)) - starts > 1
+    second = np.where(has_second, region[np.minimum(starts + 1, len(order) - 1)], -1)
+    return row[starts], region[starts], second
+
+
+def bits(masks: np.ndarray, width: int) -> np.ndarray:
+    """How many numbers each mask holds.
+
+    >>> bits(np.array([0, 5, 7]), 3).tolist()
+    [0, 2, 3]
+    """
+    return sum((masks >> n) & 1 for n in range(width))
+
+
+def shared(free: np.ndarray, split: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first's share, second's) of each free mask: where ``split``, the second region gets
+    the highest free number and the first the rest; else the first gets them all.
+
+    >>> [a.tolist() for a in shared(np.array([7, 4, 6]), np.array([True, True, False]))]
+    [[3, 4, 6], [4, 0, 0]]
+    """
+    highest = np.where(free > 0, 1 << np.floor(np.log2(np.maximum(free, 1))).astype(np.int64), 0)
+    split = split & (free != highest)  # a single free number is not shared
+    return np.where(split, free & ~highest, free), np.where(split, highest, 0)
+
+
+def merged_room(records: list[Room]) -> Room:
+    """Records of room as one, sorted by row; a row with several keeps the numbers free in
+    all of them (each round's record clears the numbers it gave out).
+
+    >>> merged_room([Room(np.array([5, 2]), np.array([6, 7])), Room(np.array([5]), np.array([3]))])
+    Room(rows=array([2, 5]), free=array([7, 2]))
+    """
+    if not records:
+        return Room(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    rows, at = np.unique(np.concatenate([r.rows for r in records]), return_inverse=True)
+    free = np.full(len(rows), -1, np.int64)
+    np.bitwise_and.at(free, at, np.concatenate([r.free for r in records]))
+    return Room(rows, free)
+
+
+class _Grant(beam.DoFn):
+    """One part's requests -> each requested caption's free numbers, granted to at most two
+    regions (a leftover's own region keeps all but the highest, which the region that asks
+    most may use): no two groups can give out the same number, so they choose in parallel.
+    Not in the last round (``share`` False): a leftover another region covered there would
+    be skipped by its own (measured: sharing there too, settled by part afterwards, covered
+    0.2 points more of a 64-part train split). The part's records go on to the next round."""
+
+    def __init__(self, max_memberships: int, *, share: bool):
+        self._max, self._share = max_memberships, share
+
+    def process(self, keyed: tuple[tuple[str, int, str], Iterable[Requests | Room]]):
+        (split, part, directory), elements = keyed
+        elements = list(elements)  # one pass over the grouped values, whatever the runner
+        records = merged_room([e for e in elements if isinstance(e, Room)])
+        yield beam.pvalue.TaggedOutput(CAPACITY, ((split, part, directory), records))
+        requests = [e for e in elements if isinstance(e, Requests)]
+        if not requests:
+            return
+        rows, first, second = granted(
+            np.concatenate([r.rows for r in requests]),
+            np.concatenate([np.full(len(r.rows), r.region) for r in requests]),
+            np.concatenate([r.own for r in requests]),
+        )
+        own = np.isin(rows, np.concatenate([r.rows[r.own] for r in requests]))
+        every = (1 << self._max) - 1  # a leftover's numbers: 1 .. --set_memberships
+        held = (1 << (self._max - 1)) if self._max > 1 else 0  # one set, numbered max
+        free = looked_up(records.rows, records.free, rows, np.where(own, every, held))
+        shares = shared(free, own & (second >= 0) & self._share)
+        for region in np.unique(np.concatenate([first, second[second >= 0]])):
+            for to, share in zip((first, second), shares, strict=True):
+                mine = to == region
+                if mine.any():
+                    grant = Grant(rows[mine], share[mine], free[mine])
+                    yield (split, int(region), directory), grant
+
+
+def kept(
+    candidates: np.ndarray, weights: np.ndarray, inside: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(candidates, weights) with only the ``inside`` candidates: those first, best first,
+    -1 padded; NaN weights for the rest.
+
+    >>> candidates, weights = kept(np.array([[7, 8, 9]]), np.zeros((1, 4, 4)),
+    ...                            np.array([[False, True, True]]))
     >>> candidates.tolist(), np.isnan(weights[0]).sum(axis=1).tolist()
     ([[8, 9, -1]], [1, 1, 1, 4])
     """
-    inside = (candidates >= 0) & ((parts[:, 1:] >> shift) == node)
+    inside = inside & (candidates >= 0)
     order = np.argsort(~inside, axis=1, kind="stable")
-    kept = np.take_along_axis(inside, order, axis=1)
-    candidates = np.where(kept, np.take_along_axis(candidates, order, axis=1), -1)
+    keep = np.take_along_axis(inside, order, axis=1)
+    candidates = np.where(keep, np.take_along_axis(candidates, order, axis=1), -1)
     nodes = np.concatenate([np.zeros((len(order), 1), np.int64), order + 1], axis=1)
     batch = np.arange(len(order))[:, None, None]
     weights = weights[batch, nodes[:, :, None], nodes[:, None, :]]
-    present = np.concatenate([np.ones((len(order), 1), bool), kept], axis=1)
+    present = np.concatenate([np.ones((len(order), 1), bool), keep], axis=1)
     weights[~(present[:, :, None] & present[:, None, :])] = np.nan
     return candidates, weights
 
@@ -558,36 +677,35 @@ def looked_up(rows: np.ndarray, values: np.ndarray, ids: np.ndarray, default: np
     return np.where(rows[at] == ids, values[at], default)
 
 
-def after_round(capacity: Capacity, before: Capacity, sets: np.ndarray) -> Capacity:
-    """The room left for border sets once ``sets`` are chosen: ``capacity``'s captions and
-    every member of a set, their room less their new memberships. ``before``: the room and
-    next membership number of every caption the round could use (each row once).
+def numbered(sets: np.ndarray, grant: Grant) -> tuple[np.ndarray, Room]:
+    """Each set member's membership number (the lowest of its share not yet given out, set
+    by set), and the room its caption has left: its free numbers less those given here.
 
-    >>> earlier = Capacity(np.array([2, 4]), np.array([2, 0]), np.array([2, 3]))
-    >>> before = Capacity(np.array([1, 2, 3]), np.array([3, 2, 1]), np.array([1, 2, 3]))
-    >>> [column.tolist() for column in after_round(earlier, before, np.array([[1, 2], [2, 3]]))]
-    [[1, 2, 3, 4], [2, 0, 0, 0], [2, 4, 4, 3]]
+    >>> grant = Grant(np.array([1, 2]), np.array([3, 4]), np.array([7, 4]))
+    >>> counts, room = numbered(np.array([[1], [1]]), grant)
+    >>> counts.tolist(), room
+    ([[1], [2]], Room(rows=array([1]), free=array([4])))
     """
-    used, count = np.unique(sets, return_counts=True)
-    at = np.searchsorted(before.rows, used)
-    rows = np.concatenate([capacity.rows, used])
-    remaining = np.concatenate([capacity.remaining, before.remaining[at] - count])
-    following = np.concatenate([capacity.next, before.next[at] + count])
-    order = np.argsort(rows, kind="stable")
-    keep = np.ones(len(rows), bool)  # a set member with an earlier record: the new one counts
-    keep[order[:-1]] = rows[order[:-1]] != rows[order[1:]]
-    order = order[keep[order]]
-    return Capacity(rows[order], remaining[order], following[order])
+    at = np.searchsorted(grant.rows, sets)
+    share = grant.share.copy()
+    counts = np.zeros(sets.shape, np.int64)
+    for index in np.ndindex(sets.shape):
+        lowest = share[at[index]] & -share[at[index]]
+        counts[index] = int(lowest).bit_length()
+        share[at[index]] &= ~lowest
+    used = np.unique(at)
+    given = grant.share[used] & ~share[used]
+    return counts, Room(grant.rows[used], grant.free[used] & ~given)
 
 
 class _BorderSets(beam.DoFn):
-    """One round of the border pass over a region of a split: the leftovers there -> border
-    sets' selections among their candidates in the region.
+    """One round of the border pass in a region of a split: the leftovers there -> border
+    sets' selections among the candidates granted to the region (``_Grant``).
 
-    Regions are nodes of the part tree, ``shift`` levels above the parts: disjoint, so each
-    has its own captions' room for sets, and no group holds more than ``2 ** shift`` parts'
-    leftovers. What a round leaves out goes on to the parent region with the room that
-    remains; the last round (or the one at the root) skips it, counted under why.
+    Regions are nodes of the part tree, ``shift`` levels above the parts, so no group holds
+    more than ``2 ** shift`` parts' leftovers. What a round leaves out goes on to the
+    parent region, and the room the round used to each caption's part; the last round (or
+    the one over the whole split) skips it, counted under why.
     """
 
     def __init__(
@@ -606,68 +724,76 @@ class _BorderSets(beam.DoFn):
         self._sets = Metrics.counter("closed_sets", "border_sets")
         self._groups = Metrics.counter("closed_sets", "border_groups")
         self._entered = Metrics.counter("closed_sets", "border_leftovers")
-        self._beyond = Metrics.counter("closed_sets", "border_skipped_with_candidates_beyond")
+        self._elsewhere = Metrics.counter("closed_sets", "border_skipped_with_candidates_elsewhere")
+        self._covered_elsewhere = Metrics.counter("closed_sets", "border_covered_elsewhere")
 
     def process(
         self,
-        keyed: tuple[tuple[str, int, str], Iterable[Leftovers | Capacity]],
+        keyed: tuple[tuple[str, int, str], Iterable[Leftovers | Grant]],
         trees: dict[str, PartTree],
     ):
         (split, node, directory), elements = keyed
         elements = list(elements)  # one pass over the grouped values, whatever the runner
-        capacity = merged_capacity([e for e in elements if isinstance(e, Capacity)])
         batches = [e for e in elements if isinstance(e, Leftovers)]
-        root = self._shift >= trees[split].depth  # the region is the whole split
-        final = self._last or root
-        onward = (split, node, directory)
         if not batches:
-            if not final:
-                yield beam.pvalue.TaggedOutput(LEFTOVERS, (onward, capacity))
             return
+        grants = [e for e in elements if isinstance(e, Grant)]
+        order = np.argsort(np.concatenate([g.rows for g in grants]))
+        grant = Grant(*(np.concatenate([g[i] for g in grants])[order] for i in range(3)))
         searchable = self._corpus.acquire(directory)
         corpus, pool = searchable.corpus, searchable.pools[split]
         here = merged_leftovers(batches)
+        # a leftover that another region gave one of its numbers is in a set: covered
+        every = (1 << self._max) - 1
+        uncovered = looked_up(grant.rows, grant.free, here.graphs.targets, 0 * every) == every
+        self._covered_elsewhere.inc(int((~uncovered).sum()))
+        here = rows_of(here, uncovered)
         leftovers = here.graphs.targets
+        if not len(leftovers):
+            return
+        root = self._shift >= trees[split].depth  # the region is the whole split
         self._groups.inc()
         if self._shift == 1:
             self._entered.inc(len(leftovers))
         with timed("closed_sets", "border"):
             weights = graph_weights(pool, here.graphs)
-            candidates, weights = in_region(
-                here.graphs.candidates, weights, here.parts, node, self._shift
-            )
-            members = np.unique(np.concatenate([leftovers, candidates[candidates >= 0]]))
-            is_leftover = np.isin(members, leftovers)
-            held = 1 if self._max > 1 else 0  # a caption a part holds joins one border set
-            before = Capacity(
-                members,
-                looked_up(capacity.rows, capacity.remaining, members,
-                          np.where(is_leftover, self._max, held)),
-                looked_up(capacity.rows, capacity.next, members,
-                          np.where(is_leftover, 1, self._max)),
-            )  # fmt: skip
+            inside = np.isin(here.graphs.candidates, grant.rows)
+            candidates, weights = kept(here.graphs.candidates, weights, inside)
             where = "border" if root else f"border/{self._shift}/{node}"
             sets, reasons = border_sets(
                 leftovers, candidates, weights,
-                lambda rows: before.remaining[np.searchsorted(members, rows)],
+                lambda rows: bits(looked_up(grant.rows, grant.share, rows, 0 * rows), self._max),
                 seed=keyed_int(self._seed, f"{split}/{where}"),
             )  # fmt: skip
+            counts, room = numbered(sets, grant)
         self._sets.inc(len(sets))
-        _, compact = np.unique(sets, return_inverse=True)
-        running = memberships(compact.reshape(sets.shape), compact.max(initial=-1) + 1)
-        counts = before.next[np.searchsorted(members, sets)] + running - 1
         yield from set_selections(corpus, pool, sets, counts, self._lam, self._limit)
         left = reasons != COVERED
-        if final:
-            beyond = (here.graphs.candidates >= 0) & (candidates < 0)
-            self._beyond.inc(int((left & beyond.any(axis=1)).sum()))
+        if self._last or root:
+            elsewhere = (here.graphs.candidates >= 0) & ~inside
+            self._elsewhere.inc(int((left & elsewhere.any(axis=1)).sum()))
             for row, reason in zip(leftovers[left], reasons[left], strict=True):
                 yield skip(corpus, row, reason, split)
             return
-        yield beam.pvalue.TaggedOutput(LEFTOVERS, (onward, after_round(capacity, before, sets)))
+        for part, mine in by_part(here, room.rows):
+            update = Room(room.rows[mine], room.free[mine])
+            yield beam.pvalue.TaggedOutput(CAPACITY, ((split, part, directory), update))
         if left.any():
-            graphs = LeftoverGraphs(*(column[left] for column in here.graphs))
-            yield beam.pvalue.TaggedOutput(LEFTOVERS, (onward, Leftovers(graphs, here.parts[left])))
+            onward = (split, node, directory)
+            yield beam.pvalue.TaggedOutput(LEFTOVERS, (onward, rows_of(here, left)))
+
+
+def by_part(leftovers: Leftovers, rows: np.ndarray):
+    """(part, mask of ``rows`` in it) for each part ``rows`` (leftovers or candidates) lie in."""
+    nodes = np.concatenate([leftovers.graphs.targets[:, None], leftovers.graphs.candidates], 1)
+    nodes, first = np.unique(nodes.ravel(), return_index=True)
+    parts = leftovers.parts.ravel()[first][np.searchsorted(nodes, rows)]
+    for part in np.unique(parts):
+        yield int(part), parts == part
+
+
+def rows_of(leftovers: Leftovers, which: np.ndarray) -> Leftovers:
+    return Leftovers(LeftoverGraphs(*(c[which] for c in leftovers.graphs)), leftovers.parts[which])
 
 
 def merged_leftovers(batches: list[Leftovers]) -> Leftovers:
@@ -678,15 +804,6 @@ def merged_leftovers(batches: list[Leftovers]) -> Leftovers:
         *(np.concatenate([b.graphs[i] for b in batches])[order] for i in range(3))
     )
     return Leftovers(graphs, np.concatenate([b.parts for b in batches])[order])
-
-
-def merged_capacity(records: list[Capacity]) -> Capacity:
-    """The records of a region's sub-regions (disjoint) as one, sorted by row."""
-    if not records:
-        return Capacity(*(np.zeros(0, np.int64) for _ in range(3)))
-    rows = np.concatenate([r.rows for r in records])
-    order = np.argsort(rows)
-    return Capacity(*(np.concatenate([r[i] for r in records])[order] for i in range(3)))
 
 
 def closed_option_sets(dataset: WrittenDataset) -> None:
@@ -762,9 +879,9 @@ class ClosedSets(DecoyStrategy):
                     own.set_shard_size,
                     own.set_memberships,
                 )
-            ).with_outputs(LEFTOVERS, main="selections")
+            ).with_outputs(LEFTOVERS, CAPACITY, main="selections")
         )
-        border = (
+        leftovers = (
             formed[LEFTOVERS]
             | "Batches" >> beam.FlatMap(batches_of, size=config.batch_size)
             | "Distribute" >> beam.Reshuffle()
@@ -774,11 +891,21 @@ class ClosedSets(DecoyStrategy):
                 trees=beam.pvalue.AsSingleton(trees),
             )
         )
-        selections, skipped = [formed.selections], []
+        capacity, selections, skipped = formed[CAPACITY], [formed.selections], []
         for shift in range(1, BORDER_ROUNDS + 1):
+            regional = leftovers | f"ToRegions{shift}" >> beam.Map(parent)
+            grants = (
+                (regional | f"Requests{shift}" >> beam.FlatMap(requests_of), capacity)
+                | f"Asked{shift}" >> beam.Flatten()
+                | f"ByPart{shift}" >> beam.GroupByKey()
+                | f"Grant{shift}"
+                >> beam.ParDo(
+                    _Grant(own.set_memberships, share=shift < BORDER_ROUNDS)
+                ).with_outputs(CAPACITY, main="grants")
+            )
             rounds = (
-                border
-                | f"ToRegions{shift}" >> beam.Map(parent)
+                (regional, grants.grants)
+                | f"Granted{shift}" >> beam.Flatten()
                 | f"ByRegion{shift}" >> beam.GroupByKey()
                 | f"BorderSets{shift}"
                 >> beam.ParDo(
@@ -792,11 +919,12 @@ class ClosedSets(DecoyStrategy):
                         last=shift == BORDER_ROUNDS,
                     ),
                     trees=beam.pvalue.AsSingleton(trees),
-                ).with_outputs(SKIPPED, LEFTOVERS, main="selections")
+                ).with_outputs(SKIPPED, LEFTOVERS, CAPACITY, main="selections")
             )
             selections.append(rounds.selections)
             skipped.append(rounds[SKIPPED])
-            border = rounds[LEFTOVERS]
+            leftovers = rounds[LEFTOVERS]
+            capacity = (grants[CAPACITY], rounds[CAPACITY]) | f"Room{shift}" >> beam.Flatten()
         return {
             "selections": selections | "Selections" >> beam.Flatten(),
             SKIPPED: skipped | "Skipped" >> beam.Flatten(),
