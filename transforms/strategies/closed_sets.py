@@ -174,14 +174,6 @@ class LeftoverGraphs(NamedTuple):
     allowed: np.ndarray  # uint8 (B, K + 1, ceil((K + 1) / 8)): packed bits, [target, *candidates]
 
 
-class Onward(NamedTuple):
-    """A part's leftovers on their way to the border pass: their edges and their graphs
-    over their nearest allowed candidates wherever they lie (the part used those inside)."""
-
-    edges: Edges
-    graphs: LeftoverGraphs
-
-
 def first_allowed(
     candidates: np.ndarray, sim_pv: np.ndarray, allowed: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -380,17 +372,16 @@ class _FormSets(beam.DoFn):
         with timed("closed_sets", "form"):
             sets = form_sets(local, similarity, inside, seed=seed, max_memberships=self._max)
         left = np.setdiff1d(np.arange(len(rows)), sets.ravel())
-        reasons, graphs = np.zeros(0, np.int64), None
-        if len(left):  # the part's own border sets, among the candidates in it
-            mine = Edges(*(column[left] for column in edges))
+        reasons = np.zeros(0, np.int64)
+        if len(left):  # the part's own border sets: its counts are exact here
+            within = Edges(rows[left], np.where(inside[left], edges.candidates[left], -1),
+                           edges.sim_pv[left], inside[left])  # fmt: skip
             with timed("closed_sets", "leftover_graphs"):
-                graphs = leftover_graphs(corpus, pool, mine, self._rules, self._scratch)
-            in_part = np.isin(graphs.candidates, rows)
+                graphs = leftover_graphs(corpus, pool, within, self._rules, self._scratch)
             count = np.bincount(sets.ravel(), minlength=len(rows))
             with timed("closed_sets", "form"):
-                candidates, weights = kept(graphs.candidates, graph_weights(pool, graphs), in_part)
                 extra, reasons = border_sets(
-                    graphs.targets, candidates, weights,
+                    graphs.targets, graphs.candidates, graph_weights(pool, graphs),
                     lambda ids: self._max - count[np.searchsorted(rows, ids)], seed=seed,
                 )  # fmt: skip
             sets = np.concatenate([sets, np.searchsorted(rows, extra)])
@@ -402,12 +393,10 @@ class _FormSets(beam.DoFn):
         if self._max > 1 and len(full):  # with 1, the border pass uses leftovers only
             filled = Room(rows[full], np.zeros(len(full), np.int64))
             yield beam.pvalue.TaggedOutput(CAPACITY, ((split, part, directory), filled))
-        onward = reasons != COVERED  # the border pass decides for every one of them
-        if onward.any():  # with their graphs across the border too, checked once
-            out = Onward(
-                Edges(*(column[left[onward]] for column in edges)),
-                LeftoverGraphs(*(column[onward] for column in graphs)),
-            )
+        onward = left[reasons != COVERED]  # the border pass decides for every one of them
+        if len(onward):
+            out = Edges(rows[onward], edges.candidates[onward], edges.sim_pv[onward],
+                        edges.allowed[onward])  # fmt: skip
             yield beam.pvalue.TaggedOutput(LEFTOVERS, ((split, part, directory), out))
 
 
@@ -460,17 +449,26 @@ def graph_weights(pool: Pool, graphs: LeftoverGraphs) -> np.ndarray:
 def searched_deeper(
     corpus: Corpus,
     pool: Pool,
-    targets: np.ndarray,
-    k: int,
+    edges: Edges,
     rules: ValidityRules,
     scratch: np.ndarray,
     neighbours: int,
 ) -> Edges:
-    """Each of ``targets`` searched ``neighbours`` deep, its K nearest allowed candidates
-    kept: for the captions whose nearest are all paraphrases the rules turn away."""
-    candidates, sim_pv = search(corpus, pool, targets, neighbours)
-    allowed, _ = pairs_allowed(corpus, targets, candidates, sim_pv, rules, scratch, need=k)
-    return Edges(targets, *first_allowed(candidates, sim_pv, allowed, k))
+    """``edges`` with the rows that have fewer than K allowed candidates searched again,
+    ``neighbours`` deep: the captions whose nearest are all paraphrases the rules turn away.
+    """
+    k = edges.candidates.shape[1]
+    short = np.flatnonzero(edges.allowed.sum(axis=1) < k)
+    if not len(short):
+        return edges
+    candidates, sim_pv = search(corpus, pool, edges.targets[short], neighbours)
+    allowed, _ = pairs_allowed(
+        corpus, edges.targets[short], candidates, sim_pv, rules, scratch, need=k
+    )
+    columns = [column.copy() for column in edges[1:]]
+    for column, found in zip(columns, first_allowed(candidates, sim_pv, allowed, k), strict=True):
+        column[short] = found
+    return Edges(edges.targets, *columns)
 
 
 class Leftovers(NamedTuple):
@@ -490,50 +488,34 @@ class Requests(NamedTuple):
 
 
 class _LeftoverGraphs(beam.DoFn):
-    """Leftovers -> their graphs: those short of K allowed candidates are searched deeper
-    and their graphs checked again; the others keep the graphs their part checked."""
+    """Leftovers -> their graphs, those short of candidates searched deeper first."""
 
     def __init__(self, corpus: SharedCorpus, rules: ValidityRules, neighbours: int):
         self._corpus, self._rules, self._neighbours = corpus, rules, neighbours
         self._scratch = None
-        self._deeper = Metrics.counter("closed_sets", "leftovers_searched_deeper")
 
-    def process(self, keyed: tuple[tuple[str, int, str], Onward], trees: dict[str, PartTree]):
-        (split, _, directory), (edges, graphs) = keyed
+    def process(self, keyed: tuple[tuple[str, int, str], Edges], trees: dict[str, PartTree]):
+        (split, _, directory), edges = keyed
         searchable = self._corpus.acquire(directory)
         if self._scratch is None:
             self._scratch = searchable.corpus.ngrams.scratch()
         corpus, pool = searchable.corpus, searchable.pools[split]
-        k = edges.candidates.shape[1]
-        short = edges.allowed.sum(axis=1) < k
-        self._deeper.inc(int(short.sum()))
         with timed("closed_sets", "leftover_graphs"):
-            if short.any():
-                deeper = searched_deeper(
-                    corpus, pool, edges.targets[short], k,
-                    self._rules, self._scratch, self._neighbours,
-                )  # fmt: skip
-                again = leftover_graphs(corpus, pool, deeper, self._rules, self._scratch)
-                graphs = LeftoverGraphs(*(column.copy() for column in graphs))
-                for column, checked in zip(graphs[1:], again[1:], strict=True):
-                    column[short] = checked
+            edges = searched_deeper(
+                corpus, pool, edges, self._rules, self._scratch, self._neighbours
+            )
+            graphs = leftover_graphs(corpus, pool, edges, self._rules, self._scratch)
             nodes = np.concatenate([graphs.targets[:, None], graphs.candidates], axis=1)
             parts = np.full(nodes.shape, -1, np.int64)
             parts[nodes >= 0] = parts_of(searchable, trees[split], split, nodes[nodes >= 0])
         yield keyed[0], Leftovers(graphs, parts)
 
 
-def batches_of(keyed: tuple[tuple[str, int, str], Onward], size: int):
+def batches_of(keyed: tuple[tuple[str, int, str], Edges], size: int):
     """A part's leftovers in batches of at most ``size``, so their graphs spread over workers."""
-    key, (edges, graphs) = keyed
+    key, edges = keyed
     for start in range(0, len(edges.targets), size):
-        window = slice(start, start + size)
-        yield (
-            key,
-            Onward(
-                Edges(*(c[window] for c in edges)), LeftoverGraphs(*(c[window] for c in graphs))
-            ),
-        )
+        yield key, Edges(*(column[start : start + size] for column in edges))
 
 
 Keyed = tuple[tuple[str, int, str], Leftovers]  # (split, node of the part tree, directory)
