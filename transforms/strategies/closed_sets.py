@@ -173,6 +173,11 @@ class LeftoverGraphs(NamedTuple):
     candidates: np.ndarray  # int64 (B, K) allowed candidates first, -1 padded
     allowed: np.ndarray  # uint8 (B, K + 1, ceil((K + 1) / 8)): packed bits, [target, *candidates]
 
+    @property
+    def nodes(self) -> np.ndarray:
+        """int64 (B, K + 1): each row's [target, *candidates], -1 padded."""
+        return np.concatenate([self.targets[:, None], self.candidates], axis=1)
+
 
 def first_allowed(
     candidates: np.ndarray, sim_pv: np.ndarray, allowed: np.ndarray, k: int
@@ -436,7 +441,7 @@ def cosines_among(pool: Pool, rows: np.ndarray) -> np.ndarray:
 def graph_weights(pool: Pool, graphs: LeftoverGraphs) -> np.ndarray:
     """float32 (B, K + 1, K + 1): the cosines among each leftover and its candidates, NaN
     where a pair may not share a set (``grouping.border_sets``' weights)."""
-    nodes = np.concatenate([graphs.targets[:, None], graphs.candidates], axis=1)
+    nodes = graphs.nodes
     allowed = np.unpackbits(graphs.allowed, axis=-1, count=nodes.shape[1]).astype(bool)
     weights = np.full(allowed.shape, np.nan, dtype=np.float32)
     for b, row in enumerate(nodes):
@@ -505,7 +510,7 @@ class _LeftoverGraphs(beam.DoFn):
                 corpus, pool, edges, self._rules, self._scratch, self._neighbours
             )
             graphs = leftover_graphs(corpus, pool, edges, self._rules, self._scratch)
-            nodes = np.concatenate([graphs.targets[:, None], graphs.candidates], axis=1)
+            nodes = graphs.nodes
             parts = np.full(nodes.shape, -1, np.int64)
             parts[nodes >= 0] = parts_of(searchable, trees[split], split, nodes[nodes >= 0])
         yield keyed[0], Leftovers(graphs, parts)
@@ -535,7 +540,7 @@ def parent(keyed: Keyed) -> Keyed:
 def requests_of(keyed: Keyed):
     """A region's leftovers -> what they ask of each part: themselves and their candidates."""
     (split, region, directory), leftovers = keyed
-    nodes = np.concatenate([leftovers.graphs.targets[:, None], leftovers.graphs.candidates], 1)
+    nodes = leftovers.graphs.nodes
     own = np.zeros(nodes.shape, bool)
     own[:, 0] = True
     present = nodes >= 0
@@ -745,7 +750,8 @@ class _BorderSets(beam.DoFn):
         here = merged_leftovers(batches)
         # a leftover that another region gave one of its numbers is in a set: covered
         every = (1 << self._max) - 1
-        uncovered = looked_up(grant.rows, grant.free, here.graphs.targets, 0 * every) == every
+        targets = here.graphs.targets
+        uncovered = looked_up(grant.rows, grant.free, targets, np.zeros_like(targets)) == every
         self._covered_elsewhere.inc(int((~uncovered).sum()))
         here = rows_of(here, uncovered)
         leftovers = here.graphs.targets
@@ -762,7 +768,9 @@ class _BorderSets(beam.DoFn):
             where = "border" if root else f"border/{self._shift}/{node}"
             sets, reasons = border_sets(
                 leftovers, candidates, weights,
-                lambda rows: bits(looked_up(grant.rows, grant.share, rows, 0 * rows), self._max),
+                lambda rows: bits(
+                    looked_up(grant.rows, grant.share, rows, np.zeros_like(rows)), self._max
+                ),
                 seed=keyed_int(self._seed, f"{split}/{where}"),
             )  # fmt: skip
             counts, room = numbered(sets, grant)
@@ -785,8 +793,7 @@ class _BorderSets(beam.DoFn):
 
 def by_part(leftovers: Leftovers, rows: np.ndarray):
     """(part, mask of ``rows`` in it) for each part ``rows`` (leftovers or candidates) lie in."""
-    nodes = np.concatenate([leftovers.graphs.targets[:, None], leftovers.graphs.candidates], 1)
-    nodes, first = np.unique(nodes.ravel(), return_index=True)
+    nodes, first = np.unique(leftovers.graphs.nodes.ravel(), return_index=True)
     parts = leftovers.parts.ravel()[first][np.searchsorted(nodes, rows)]
     for part in np.unique(parts):
         yield int(part), parts == part
