@@ -595,6 +595,16 @@ def shared(free: np.ndarray, split: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return np.where(split, free & ~highest, free), np.where(split, highest, 0)
 
 
+def every_number(max_memberships: int) -> int:
+    """The mask of membership numbers 1 .. ``max_memberships``: a leftover's room while it
+    is in no set.
+
+    >>> every_number(3)
+    7
+    """
+    return (1 << max_memberships) - 1
+
+
 def merged_room(records: list[Room]) -> Room:
     """Records of room as one, sorted by row; a row with several keeps the numbers free in
     all of them (each round's record clears the numbers it gave out).
@@ -635,9 +645,9 @@ class _Grant(beam.DoFn):
             np.concatenate([r.own for r in requests]),
         )
         own = np.isin(rows, np.concatenate([r.rows[r.own] for r in requests]))
-        every = (1 << self._max) - 1  # a leftover's numbers: 1 .. --set_memberships
         held = (1 << (self._max - 1)) if self._max > 1 else 0  # one set, numbered max
-        free = looked_up(records.rows, records.free, rows, np.where(own, every, held))
+        default = np.where(own, every_number(self._max), held)
+        free = looked_up(records.rows, records.free, rows, default)
         shares = shared(free, own & (second >= 0) & self._share)
         for region in np.unique(np.concatenate([first, second[second >= 0]])):
             for to, share in zip((first, second), shares, strict=True):
@@ -749,9 +759,9 @@ class _BorderSets(beam.DoFn):
         corpus, pool = searchable.corpus, searchable.pools[split]
         here = merged_leftovers(batches)
         # a leftover that another region gave one of its numbers is in a set: covered
-        every = (1 << self._max) - 1
         targets = here.graphs.targets
-        uncovered = looked_up(grant.rows, grant.free, targets, np.zeros_like(targets)) == every
+        free = looked_up(grant.rows, grant.free, targets, np.zeros_like(targets))
+        uncovered = free == every_number(self._max)
         self._covered_elsewhere.inc(int((~uncovered).sum()))
         here = rows_of(here, uncovered)
         leftovers = here.graphs.targets
