@@ -11,11 +11,14 @@ from tests.dataset_checks import check_dataset, read_parquet
 from tests.test_train import in_text_order
 from transforms.corpus.neighbours import load_searchable, search
 from transforms.strategies.closed_sets import (
+    LEFTOVER_DEPTH,
     ClosedSets,
     Edges,
     cosines_among,
+    first_allowed,
     graph_weights,
     leftover_graphs,
+    searched_deeper,
 )
 from transforms.strategies.validity import mutual_allowed, pairs_allowed
 
@@ -119,7 +122,7 @@ def test_leftover_graphs_travel_as_bits_and_give_back_the_same_weights(closed_se
     edges = Edges(rows, candidates, sim_pv, allowed)
     graphs = leftover_graphs(corpus, pool, edges, config.rules, scratch)
     weights = graph_weights(pool, graphs)
-    nodes = np.concatenate([rows[:, None], graphs.candidates], axis=1)
+    nodes = graphs.nodes
     assert graphs.allowed.nbytes * 20 < weights.nbytes
     for b, row in enumerate(nodes):
         row = row[row >= 0]
@@ -129,3 +132,29 @@ def test_leftover_graphs_travel_as_bits_and_give_back_the_same_weights(closed_se
         np.testing.assert_array_equal(weights[b, : len(row), : len(row)], expected)
         assert np.isnan(weights[b, len(row) :]).all() and np.isnan(weights[b, :, len(row) :]).all()
     assert (~np.isnan(weights)).sum() > len(rows)  # real graphs, not all NaN
+
+
+def test_searching_deeper_checks_only_the_new_depth_and_gives_the_same_graphs(
+    closed_sets_dataset,
+):
+    """Leftovers short of candidates: searching deeper without checking again the pairs
+    already turned away gives the graphs that checking every pair of the deeper search
+    gives."""
+    directory, options = closed_sets_dataset
+    config = ClosedSets.resolve(options.strategy_config())
+    searchable = load_searchable(os.path.join(directory, "corpus"), config.decoy_pool, config.index)
+    corpus, pool, rules = searchable.corpus, searchable.pools["train"], config.rules
+    scratch = corpus.ngrams.scratch()
+    rows, searched = pool.rows[::5][:200], 40  # shallower than a run's: rows fall short
+    candidates, sim_pv = search(corpus, pool, rows, searched)  # as _AllowedPairs has them
+    allowed, _ = pairs_allowed(corpus, rows, candidates, sim_pv, rules, scratch, need=50)
+    edges = Edges(rows, *first_allowed(candidates, sim_pv, allowed, 50))
+    deeper = searched_deeper(corpus, pool, edges, rules, scratch, searched)
+    assert (deeper.allowed.sum(axis=1) > edges.allowed.sum(axis=1)).sum() > 10  # it searched
+
+    candidates, sim_pv = search(corpus, pool, rows, LEFTOVER_DEPTH * searched)
+    every, _ = pairs_allowed(corpus, rows, candidates, sim_pv, rules, scratch)
+    expected = leftover_graphs(corpus, pool, Edges(rows, candidates, sim_pv, every), rules, scratch)
+    got = leftover_graphs(corpus, pool, deeper, rules, scratch)
+    for column, want in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(column, want)

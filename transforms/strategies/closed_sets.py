@@ -23,16 +23,17 @@ Stages, none of which holds a whole split's neighbour graph:
    it left out, among that caption's own candidates in the part, every pair among them
    checked against the rules directly (``grouping.border_sets``).
 4. ``BorderSets``: what is still left out gets a border set among its candidates across
-   the parts' borders (searched ``LEFTOVER_DEPTH`` times deeper first when fewer than K):
-   the pairs among them are checked in parallel (``LeftoverGraphs``), then the sets are
-   chosen in ``BORDER_ROUNDS`` rounds up the part tree. Round r groups the leftovers of a
-   region of 2 ** r parts, keyed by (split, node). The free membership numbers of each
-   caption a leftover asks for are granted to one region (``Grant``, keyed by the
-   caption's part: the region that asks most; a leftover's own region keeps all but its
-   highest, which the region that asks most besides may give out), so the regions choose
-   in parallel and no caption exceeds its room. What a round leaves out goes on to the
-   parent region, and the room it used back to each caption's part. No group holds more
-   than eight parts' leftovers, whatever the corpus size.
+   the parts' borders (searched ``LEFTOVER_DEPTH`` times deeper first when fewer than
+   ``BORDER_CANDIDATES``): the pairs among them are checked in parallel
+   (``LeftoverGraphs``), then the sets are chosen in ``BORDER_ROUNDS`` rounds up the
+   part tree. Round r groups the leftovers of a region of 2 ** r parts, keyed by
+   (split, node). The free membership numbers of each caption a leftover asks for are
+   granted to one region (``Grant``, keyed by the caption's part: the region that asks
+   most; a leftover's own region keeps all but its highest, which the region that asks
+   most besides may give out), so the regions choose in parallel and no caption exceeds
+   its room. What a round leaves out goes on to the parent region, and the room it used
+   back to each caption's part. No group holds more than eight parts' leftovers,
+   whatever the corpus size.
 
 Checking the pairs among a caption's candidates directly, rather than only the kNN edges,
 finds the sets the kNN graph misses where most near captions are paraphrases the rules
@@ -91,7 +92,8 @@ from transforms.strategies.validity import (
 
 LEFTOVERS = "leftovers"  # FormSets' output of the captions its part left out
 CAPACITY = "capacity"  # room for border sets that is not the default, keyed by part
-# Leftovers short of K allowed candidates are searched this many times deeper again.
+# Leftovers short of BORDER_CANDIDATES allowed candidates are searched this many times
+# deeper again.
 LEFTOVER_DEPTH = 4
 # A border set is chosen among this many of a leftover's nearest allowed candidates: the
 # pairs among them are checked directly, so the cost grows with its square (50 took 3/4
@@ -457,22 +459,34 @@ def searched_deeper(
     edges: Edges,
     rules: ValidityRules,
     scratch: np.ndarray,
-    neighbours: int,
+    searched: int,
 ) -> Edges:
-    """``edges`` with the rows that have fewer than K allowed candidates searched again,
-    ``neighbours`` deep: the captions whose nearest are all paraphrases the rules turn away.
+    """``edges`` with the rows that have fewer than ``BORDER_CANDIDATES`` allowed candidates
+    (all a border set is chosen among) searched again, ``LEFTOVER_DEPTH`` times as deep:
+    the captions whose nearest are all paraphrases the rules turn away.
+
+    Their ``searched`` nearest were checked already (``_AllowedPairs``), and with fewer
+    than K allowed, all those allowed are in ``edges``: they go first and are checked
+    again, the others are not; the deeper search's first ``searched`` are those same
+    captions. So only the new depth costs pair checks, and only until enough are allowed.
     """
-    k = edges.candidates.shape[1]
-    short = np.flatnonzero(edges.allowed.sum(axis=1) < k)
+    need = min(BORDER_CANDIDATES, edges.candidates.shape[1])
+    short = np.flatnonzero(edges.allowed.sum(axis=1) < need)
     if not len(short):
         return edges
-    candidates, sim_pv = search(corpus, pool, edges.targets[short], neighbours)
-    allowed, _ = pairs_allowed(
-        corpus, edges.targets[short], candidates, sim_pv, rules, scratch, need=k
+    targets, known = edges.targets[short], edges.allowed[short]
+    deeper, deeper_pv = search(corpus, pool, targets, LEFTOVER_DEPTH * searched)
+    candidates = np.concatenate(
+        [np.where(known, edges.candidates[short], -1), deeper[:, searched:]], axis=1
     )
+    sim_pv = np.concatenate(
+        [np.where(known, edges.sim_pv[short], 0.0), deeper_pv[:, searched:]], axis=1
+    )
+    allowed, _ = pairs_allowed(corpus, targets, candidates, sim_pv, rules, scratch, need=need)
     columns = [column.copy() for column in edges[1:]]
-    for column, found in zip(columns, first_allowed(candidates, sim_pv, allowed, k), strict=True):
-        column[short] = found
+    found = first_allowed(candidates, sim_pv, allowed, edges.candidates.shape[1])
+    for column, rows in zip(columns, found, strict=True):
+        column[short] = rows
     return Edges(edges.targets, *columns)
 
 
@@ -495,8 +509,8 @@ class Requests(NamedTuple):
 class _LeftoverGraphs(beam.DoFn):
     """Leftovers -> their graphs, those short of candidates searched deeper first."""
 
-    def __init__(self, corpus: SharedCorpus, rules: ValidityRules, neighbours: int):
-        self._corpus, self._rules, self._neighbours = corpus, rules, neighbours
+    def __init__(self, corpus: SharedCorpus, rules: ValidityRules, searched: int):
+        self._corpus, self._rules, self._searched = corpus, rules, searched
         self._scratch = None
 
     def process(self, keyed: tuple[tuple[str, int, str], Edges], trees: dict[str, PartTree]):
@@ -506,9 +520,7 @@ class _LeftoverGraphs(beam.DoFn):
             self._scratch = searchable.corpus.ngrams.scratch()
         corpus, pool = searchable.corpus, searchable.pools[split]
         with timed("closed_sets", "leftover_graphs"):
-            edges = searched_deeper(
-                corpus, pool, edges, self._rules, self._scratch, self._neighbours
-            )
+            edges = searched_deeper(corpus, pool, edges, self._rules, self._scratch, self._searched)
             graphs = leftover_graphs(corpus, pool, edges, self._rules, self._scratch)
             nodes = graphs.nodes
             parts = np.full(nodes.shape, -1, np.int64)
@@ -904,7 +916,7 @@ class ClosedSets(DecoyStrategy):
             | "Distribute" >> beam.Reshuffle()
             | "LeftoverGraphs"
             >> beam.ParDo(
-                _LeftoverGraphs(self.corpus, config.rules, LEFTOVER_DEPTH * self.searched(config)),
+                _LeftoverGraphs(self.corpus, config.rules, self.searched(config)),
                 trees=beam.pvalue.AsSingleton(trees),
             )
         )
