@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.scale                      # 124k images (~600k captions)
     .venv/bin/python -m benchmarks.scale --num_images 5000    # a quick look
-    .venv/bin/python -m benchmarks.scale --runs cc3m          # 3.3M captions (CC3M's size)
+    .venv/bin/python -m benchmarks.scale --runs cc3m --max_rss_gib 16   # 3.3M captions
 
 Prints tables: per run, wall time, busy time of each stage (from the run's
 Beam counters, summed over workers; "-" where the run has no such stage) and
@@ -10,7 +10,10 @@ peak RSS of all processes; per checked run and split, the captions that are
 the target of an instance (coverage) and the mean decoy simPV; then simSURF
 pairs/s of the kernel and of nltk on the same pairs with their ratio and
 largest difference; then recall@N of the IVF index against exact search on a
-50k-caption sample and on the full corpus (of the first run).
+50k-caption sample and on the full corpus (of the first run). Each run's wall time,
+peak RSS and stage times also go to ``<output>/results.json``, which
+``benchmarks.growth`` plots against corpus size; a run whose processes pass
+``--max_rss_gib`` is stopped there and recorded as stopped.
 
 The cc3m run is the closed_sets run (the default strategy with all its
 defaults, dim 256, 10 epochs, 2 workers) on a corpus of its own, whatever
@@ -26,7 +29,9 @@ the benchmark matches CC3M's caption count, not its shape;
 import argparse
 import collections
 import dataclasses
+import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -106,8 +111,9 @@ class Run:
     corpus: tuple[int, int] | None = None  # its own (images, captions per image), else the flags'
 
 
-def peak_rss_of_tree(root_pid: int, stop: threading.Event, result: list) -> None:
-    """Samples the summed RSS of a process and all its descendants."""
+def peak_rss_of_tree(root_pid: int, stop: threading.Event, result: list, limit: int) -> None:
+    """Samples the summed RSS of a process and all its descendants; kills the process
+    group when the sum passes ``limit`` bytes (0: no limit)."""
     peak = 0
     while not stop.is_set():
         children: dict[int, list[int]] = {}
@@ -128,11 +134,22 @@ def peak_rss_of_tree(root_pid: int, stop: threading.Event, result: list) -> None
             total += rss.get(pid, 0)
             stack.extend(children.get(pid, []))
         peak = max(peak, total)
+        if limit and total > limit:
+            os.killpg(root_pid, signal.SIGKILL)
+            break
         stop.wait(0.5)
     result.append(peak)
 
 
-def generate(corpus: str, output: str, run: Run, neighbours: int, held_out: int) -> dict:
+class OverBudget(Exception):
+    """A run stopped because its processes passed ``--max_rss_gib``: (seconds, peak RSS)."""
+
+
+def generate(
+    corpus: str, output: str, run: Run, neighbours: int, held_out: int, max_rss: int = 0
+) -> dict:
+    """One generate run, timed, its peak RSS sampled. OverBudget when it passes ``max_rss``
+    bytes: a run too large for the machine stops before the machine runs out of memory."""
     flags = {
         "input": corpus,
         "output": output,
@@ -145,6 +162,7 @@ def generate(corpus: str, output: str, run: Run, neighbours: int, held_out: int)
         "decoys": run.decoys,
         "direct_num_workers": run.workers,
         "force": None,  # a new version each time: an "up to date" run would time nothing
+        "log_file": f"{output}.progress.log",  # the stages' progress: stderr is not a terminal
     }
     if run.workers > 1:
         flags |= {"direct_running_mode": "multi_processing", "search_threads": 1}
@@ -156,13 +174,17 @@ def generate(corpus: str, output: str, run: Run, neighbours: int, held_out: int)
     ]
     started = time.monotonic()
     with open(f"{output}.log", "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         stop, peak = threading.Event(), []
-        sampler = threading.Thread(target=peak_rss_of_tree, args=(process.pid, stop, peak))
+        sampler = threading.Thread(target=peak_rss_of_tree, args=(process.pid, stop, peak, max_rss))
         sampler.start()
         code = process.wait()
         stop.set()
         sampler.join()
+    if max_rss and peak[0] > max_rss:
+        raise OverBudget(time.monotonic() - started, peak[0])
     if code:
         raise SystemExit(f"generate failed ({code}); see {output}.log")
     directory = completed_dataset(output)
@@ -172,6 +194,47 @@ def generate(corpus: str, output: str, run: Run, neighbours: int, held_out: int)
         "manifest": read_manifest(directory),
         "directory": directory,
     }
+
+
+RESULTS_FILE = "results.json"  # what benchmarks/growth.py plots, one entry per run
+
+
+def run_entry(name: str, run: Run, size: tuple[int, int]) -> dict:
+    """What results.json says of any run: which run, on what corpus."""
+    images, per_image = size
+    return {
+        "run": name,
+        "label": run.label,
+        "decoys": run.decoys,
+        "workers": run.workers,
+        "images": images,
+        "captions_per_image": per_image,
+    }
+
+
+def completed_entry(name: str, run: Run, result: dict) -> dict:
+    """A completed run's entry: its wall time, peak RSS and stage busy times."""
+    metrics = result["manifest"]["metrics"]
+    return {
+        **run_entry(name, run, result["corpus_size"]),
+        "captions": metrics.get("corpus/captions", 0),
+        "wall_s": round(result["wall"], 1),
+        "peak_rss_bytes": result["peak_rss"],
+        "stages_ms": {key: metrics[key] for key, _ in STAGES if key in metrics},
+        "commit": result["manifest"]["code"]["git_commit"],
+    }
+
+
+def record_result(path: str, entry: dict) -> None:
+    """Adds a run's entry to ``path`` (other runs' entries in it are kept), for plotting
+    growth across corpus sizes."""
+    recorded = {}
+    if os.path.exists(path):
+        with open(path) as handle:
+            recorded = json.load(handle)
+    recorded[f"{entry['run']}@{entry['images']}x{entry['captions_per_image']}"] = entry
+    with open(path, "w") as handle:
+        json.dump(recorded, handle, indent=1, sort_keys=True)
 
 
 def kernel_against_nltk(captions: list[tuple[str, ...]], pairs: int, seed: int = 0) -> dict:
@@ -344,6 +407,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--neighbours", type=int, default=500)
     parser.add_argument("--output", default="out/benchmark")
     parser.add_argument(
+        "--max_rss_gib",
+        type=float,
+        default=0,
+        help="stop a run whose processes pass this many GiB together, and go on with the "
+        "next (0: no limit; the cc3m run's budget in issue 'Scale out' is 16)",
+    )
+    parser.add_argument(
         "--runs",
         default="closed_sets,closed_sets_1worker,scale,1worker,paper",
         help="which of: closed_sets (the default strategy, dim 256, 10 epochs, 2 workers), "
@@ -352,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         "cc3m (closed_sets on its own corpus of 660,000 images x 5 captions)",
     )
     args = parser.parse_args(argv)
+    max_rss = int(args.max_rss_gib * 2**30)
     names = args.runs.split(",")
     unknown = [name for name in names if name not in ALL_RUNS]
     if unknown:
@@ -359,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(args.output, exist_ok=True)
     corpora: dict[tuple[int, int], str] = {}
     results = {}
+    results_path = os.path.join(args.output, RESULTS_FILE)
     for name in names:
         run = ALL_RUNS[name]
         size = run.corpus or (args.num_images, args.captions_per_image)
@@ -366,9 +438,23 @@ def main(argv: list[str] | None = None) -> int:
             corpora[size] = write_corpus(args.output, *size)
         output = os.path.join(args.output, name)
         held_out = min(2000, size[0] // 5)  # the paper's 2,000 where the corpus allows
-        results[name] = generate(corpora[size], output, run, args.neighbours, held_out)
-        results[name]["corpus_size"] = size
-        print(f"ran {run.label}: {results[name]['wall']:.0f}s", flush=True)
+        try:
+            result = generate(corpora[size], output, run, args.neighbours, held_out, max_rss)
+        except OverBudget as stopped:
+            seconds, peak = stopped.args
+            print(
+                f"stopped {run.label}: its processes passed --max_rss_gib "
+                f"{args.max_rss_gib:g} ({peak / 2**30:.1f} GiB) after {seconds / 60:.1f} min",
+                flush=True,
+            )
+            entry = {"stopped_after_s": round(seconds, 1), "peak_rss_bytes": peak}
+            record_result(results_path, {**run_entry(name, run, size), **entry})
+            continue
+        results[name] = {**result, "corpus_size": size}
+        print(f"ran {run.label}: {result['wall']:.0f}s", flush=True)
+        record_result(results_path, completed_entry(name, run, results[name]))
+    if not results:
+        return 1
 
     coverage = [
         ("run", "split", "captions", "targets", "coverage", "instances", "mean decoy simPV")
@@ -437,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         print("coverage: the split's captions that are the target of an instance")
         print_table(coverage)
 
-    first = results[names[0]]
+    first = next(iter(results.values()))
     loaded = load_corpus(os.path.join(first["directory"], "corpus"))
     documents = [tuple(text.split()) for text in loaded.captions["text"]]
     kernel = kernel_against_nltk(documents, pairs=20_000)

@@ -6,12 +6,18 @@ checks; its printed numbers are compared with the run's files.
 
 import collections
 import glob
+import json
 import os
 import re
+import signal
+import subprocess
+import sys
+import threading
+import time
 
 import pyarrow.parquet as pq
 
-from benchmarks import scale
+from benchmarks import growth, scale
 from pipelines.versions import completed_dataset, read_manifest
 from schemas.layout import PARQUET, shard_pattern
 
@@ -87,8 +93,75 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     assert projection[1] == f"{serial:.0f}s" and projection[3] == f"{100 * share:.0f}%"
     assert all(re.fullmatch(r"\d+\.\d min", cell) for cell in projection[5:])
 
+    [recorded] = json.loads((tmp_path / "benchmark" / scale.RESULTS_FILE).read_text()).values()
+    assert (recorded["captions"], recorded["workers"]) == (counters["corpus/captions"], 2)
+    assert f"{recorded['wall_s'] / 60:.1f} min" == run[-2]
+    assert f"{recorded['peak_rss_bytes'] / 2**30:.1f} GiB" == run[-1]
+    assert recorded["stages_ms"]["closed_sets/form_ms"] == counters["closed_sets/form_ms"]
+
     [kernel] = [line for line in lines if line.startswith("simSURF on 20,000 pairs")]
     assert float(kernel.rsplit("max |difference| ", 1)[1]) < 1e-9
     recalls = [line for line in lines if line.startswith("IVF recall@500")]
     assert len(recalls) == 2
     assert all(float(line.split(": ")[1].split()[0]) >= 0.9 for line in recalls)
+
+
+def test_growth_names_the_stage_whose_cost_per_caption_rises(tmp_path, capsys):
+    def entry(captions, wall, index_ms):
+        stages = {"pv/train_ms": captions, "index/build_ms": index_ms}  # PV: 1 ms a caption
+        return {"run": "closed_sets", "label": "closed sets", "decoys": "closed_sets",
+                "workers": 2, "images": captions // 5, "captions_per_image": 5,
+                "captions": captions, "wall_s": wall, "peak_rss_bytes": captions * 2**20,
+                "stages_ms": stages, "commit": "c"}  # fmt: skip
+
+    small, large = tmp_path / "small.json", tmp_path / "large.json"
+    small.write_text(json.dumps({"a": entry(100_000, 60.0, 1_000)}))
+    mcic = {**entry(400_000, 1.0, 1), "decoys": "mcic"}  # not a closed-sets run: left out
+    over = {key: value for key, value in entry(800_000, 0, 0).items() if key != "wall_s"}
+    over |= {"stopped_after_s": 90.0, "peak_rss_bytes": 16 * 2**30}
+    large.write_text(json.dumps({"b": entry(400_000, 300.0, 8_000), "c": mcic, "d": over}))
+    plot = tmp_path / "growth.png"
+    assert growth.main([str(large), str(small), "--plot", str(plot)]) == 0
+    printed = capsys.readouterr().out
+    assert "stopped: 160,000 x 5 captions, at 16.0 GiB after 1.5 min" in printed
+    assert "grows most in index build: 1.0s -> 2.0s per 100,000 captions" in printed
+    rows = [cells(line) for line in printed.splitlines() if line.startswith("| ")]
+    header, first, last = rows
+    assert [row[1] for row in (first, last)] == ["100,000", "400,000"]
+    assert last[header.index("wall per caption")] == f"{(300 / 400_000) / (60 / 100_000):.2f}x"
+    assert last[header.index("index build /100k")] == f"{8 * 100_000 / 400_000:.1f}s"
+    assert last[header.index("PV training /100k")] == first[header.index("PV training /100k")]
+    points, stopped = growth.load_points([str(small), str(large)])
+    assert [entry["stopped_after_s"] for entry in stopped] == [90.0]
+    # per 100k captions: index 1 s -> 2 s, PV 100 s -> 100 s
+    assert growth.bending_stage(points) == ("index build", 1.0, 8 * 100_000 / 400_000)
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_run_over_its_memory_budget_is_stopped_with_its_whole_process_group(tmp_path):
+    # a parent that starts a child holding 200 MiB, as generate starts its workers
+    child = "import time; block = bytearray(200 * 2**20); time.sleep(600)"
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
+    process = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True)
+    peak: list[int] = []
+    scale.peak_rss_of_tree(process.pid, threading.Event(), peak, limit=100 * 2**20)
+    assert process.wait() == -signal.SIGKILL
+    assert peak[0] > 100 * 2**20
+    deadline = time.monotonic() + 60
+    while live_members(process.pid) and time.monotonic() < deadline:  # the kill is delivered
+        time.sleep(0.05)
+    assert not live_members(process.pid)  # the child went with its parent
+
+
+def live_members(group: int) -> list[int]:
+    """The processes of a process group that have not exited (zombies aside)."""
+    members = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                state, _, pgrp = handle.read().rsplit(")", 1)[1].split()[:3]
+        except OSError:
+            continue
+        if int(pgrp) == group and state != "Z":
+            members.append(int(entry))
+    return members

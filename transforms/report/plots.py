@@ -17,7 +17,7 @@ MEASURE_LABELS = {"sim_pv": "simPV", "sim_surf": "simSURF", "score": "Score"}
 TEXT_COLOUR, IMAGE_COLOUR = "#c44e52", "#4c72b0"
 
 
-def _png(figure: Figure) -> bytes:
+def png_bytes(figure: Figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
     return buffer.getvalue()
@@ -39,7 +39,7 @@ def decoy_similarities(statistics: dict) -> bytes:
         axis.set_xlabel(MEASURE_LABELS[name])
         axis.set_ylabel("share of decoys")
         axis.legend(fontsize="small")
-    return _png(figure)
+    return png_bytes(figure)
 
 
 def split_sizes(statistics: dict) -> bytes:
@@ -55,7 +55,7 @@ def split_sizes(statistics: dict) -> bytes:
     axis.set_ylabel("count")
     axis.set_title("split sizes")
     axis.legend()
-    return _png(figure)
+    return png_bytes(figure)
 
 
 def skipped(statistics: dict) -> bytes:
@@ -79,7 +79,7 @@ def skipped(statistics: dict) -> bytes:
     right.set_yticks(np.arange(len(rules)), [rule.split("/", 1)[-1] for rule in rules])
     right.set_xlabel("candidates turned away")
     right.set_title("validity rules" if rules else "validity rules turned nothing away")
-    return _png(figure)
+    return png_bytes(figure)
 
 
 def dataset_plots(statistics: dict) -> dict[str, tuple[str, bytes]]:
@@ -129,4 +129,4 @@ def accuracy(metrics: dict) -> bytes:
         axis.set_xlabel("accuracy (%)")
         axis.set_title(f"{split}: text-only rows red, image models blue")
         axis.legend(fontsize="small", loc="lower right")
-    return _png(figure)
+    return png_bytes(figure)
