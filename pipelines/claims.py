@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 
 from apache_beam.io.filesystems import FileSystems
@@ -115,6 +115,11 @@ def _decode(data: bytes) -> Owner | None:
         return None
 
 
+def _owned_by(data: bytes, run: str) -> bool:
+    owner = _decode(data)
+    return owner is not None and owner.run == run
+
+
 def holder_of(store: "LocalClaim | GcsClaim") -> Owner | None:
     """Who holds the claim now; None when it is released (or cut short: stale)."""
     found = store.read()
@@ -127,16 +132,25 @@ class LocalClaim:
     The owner is written to a file of its own, which is then hard-linked to
     the claim's name: like ``O_EXCL``, the link fails when the name exists,
     and no reader ever sees a claim without its owner.
+
+    Its lease ends at the file's modification time, which its owner sets
+    (the ``lease_until`` written inside is the first). A renewal sets it
+    through a descriptor and never writes the claim's name: a run paused
+    between checking the claim and renewing it, and taken over meanwhile,
+    renews only its own file, set aside, and cannot bring its claim back.
     """
 
     def __init__(self, path: str):
         self.path = path
 
+    def _beside(self, kind: str) -> str:
+        """A new name beside the version directory (never inside: the version's own files
+        are listed while the claim is renewed)."""
+        return f"{os.path.dirname(self.path)}{LOCK_FILE}.{kind}-{uuid.uuid4().hex}"
+
     def _written(self, data: bytes) -> str:
-        """A new file holding ``data`` beside the version directory (never inside: the
-        version's own files are listed while the claim is renewed)."""
-        directory = os.path.dirname(self.path)
-        written = f"{directory}{LOCK_FILE}.new-{uuid.uuid4().hex}"
+        """A new file holding ``data``, beside the version directory."""
+        written = self._beside("new")
         with open(written, "xb") as file:
             file.write(data)
         return written
@@ -145,6 +159,8 @@ class LocalClaim:
         """The claim's token ("" locally), or None when the claim exists."""
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         written = self._written(data)
+        lease = _decode(data).lease_until
+        os.utime(written, (lease, lease))
         try:
             os.link(written, self.path)
         except FileExistsError:
@@ -154,11 +170,16 @@ class LocalClaim:
         return ""
 
     def read(self) -> tuple[bytes, str] | None:
+        """The owner, with the lease its last renewal set."""
         try:
             with open(self.path, "rb") as file:
-                return file.read(), ""
+                data, lease = file.read(), os.fstat(file.fileno()).st_mtime
         except FileNotFoundError:
             return None
+        owner = _decode(data)
+        if owner is None:
+            return data, ""
+        return _encode(replace(owner, lease_until=lease)), ""
 
     def take_over(self, token: str) -> bool:
         """Moves the stale claim aside; of two runs taking over, one rename succeeds."""
@@ -175,15 +196,32 @@ class LocalClaim:
     def renew(self, data: bytes, token: str) -> str | None:
         """The new token, or None when the claim is no longer ours (taken over while this
         run was paused): it is then left as it is."""
-        if not self.holds(_decode(data).run):
+        renewed = _decode(data)
+        try:
+            with open(self.path, "rb") as file:
+                if not _owned_by(file.read(), renewed.run):
+                    return None
+                os.utime(file.fileno(), (renewed.lease_until, renewed.lease_until))
+        except FileNotFoundError:
             return None
-        os.replace(self._written(data), self.path)
         return ""
 
     def release(self, token: str, run: str) -> None:
-        """Removes the claim if it is still this run's."""
-        if self.holds(run):
-            os.remove(self.path)
+        """Removes the claim if it is still this run's. It is renamed aside first (one
+        atomic step), so a run paused here never removes a claim another run took
+        meanwhile: a claim found not to be ours once aside is linked back."""
+        if not self.holds(run):
+            return
+        aside = self._beside("released")
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            return
+        with open(aside, "rb") as file:
+            if not _owned_by(file.read(), run):
+                with contextlib.suppress(FileExistsError):  # a newer claim stands
+                    os.link(aside, self.path)
+        os.remove(aside)
 
 
 class GcsClaim:
@@ -274,7 +312,7 @@ def claimed(directory: str) -> Iterator[Owner]:
     def renew() -> None:
         nonlocal token
         while not stop.wait(RENEW_SECONDS):
-            renewed = Owner(**{**asdict(owner), "lease_until": time.time() + LEASE_SECONDS})
+            renewed = replace(owner, lease_until=time.time() + LEASE_SECONDS)
             token = store.renew(_encode(renewed), token)
             if token is None:  # taken over while this run was paused
                 return

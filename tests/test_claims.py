@@ -1,14 +1,27 @@
 """Version claims (pipelines/claims.py): one owner at a time, stale claims taken over."""
 
+import contextlib
 import dataclasses
+import functools
 import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
-from pipelines.claims import LOCK_FILE, Fence, acquire, claim_file, claimed, new_owner
+from pipelines import claims
+from pipelines.claims import (
+    LEASE_SECONDS,
+    LOCK_FILE,
+    Fence,
+    acquire,
+    claim_file,
+    claimed,
+    holder_of,
+    new_owner,
+)
 from transforms.errors import InputError
 
 
@@ -19,9 +32,11 @@ def _dead_pid() -> int:
 
 
 def _write_claim(directory, **changes) -> None:
+    """A claim as another run left it, its lease running until ``lease_until``."""
     owner = dataclasses.replace(new_owner(0.0), **{"lease_until": 4e9, **changes})
     os.makedirs(directory, exist_ok=True)
     (directory / LOCK_FILE).write_text(json.dumps(dataclasses.asdict(owner)))
+    os.utime(directory / LOCK_FILE, (owner.lease_until, owner.lease_until))
 
 
 def test_a_held_claim_stops_a_second_claimant_naming_the_owner(tmp_path):
@@ -78,3 +93,66 @@ def test_a_claim_taken_over_is_neither_renewed_nor_released_and_the_fence_stops_
     (tmp_path / LOCK_FILE).unlink()
     with pytest.raises(InputError, match=r"\(now released\)"):
         fence()
+
+
+class _PausedAt:
+    """``os`` as pipelines.claims sees it, with a pause before its ``at``-th call: another
+    run acts (``meanwhile``) while this one is stopped there, as under SIGSTOP."""
+
+    def __init__(self, at: int, meanwhile):
+        self.calls, self.at, self.meanwhile, self.paused = 0, at, meanwhile, False
+
+    def __getattr__(self, name: str):
+        found = getattr(os, name)
+        if not callable(found):
+            return found
+
+        def call(*args, **kwargs):
+            self.calls += 1
+            if self.calls == self.at:
+                self.paused = True
+                self.meanwhile()
+            return found(*args, **kwargs)
+
+        return call
+
+
+def _take_over(directory: str, then_release: bool) -> None:
+    """What another run does once the paused run's lease has run out."""
+    with contextlib.suppress(FileNotFoundError):  # paused inside its release
+        os.utime(os.path.join(directory, LOCK_FILE), (0, 0))
+    taker = claim_file(directory)
+    acquire(taker, dataclasses.replace(new_owner(time.time()), run="taker"))
+    if then_release:
+        taker.release("", "taker")
+
+
+@pytest.mark.parametrize("taker_released", [False, True], ids=["taker-holds", "taker-released"])
+def test_a_run_paused_anywhere_in_renewing_or_releasing_never_undoes_a_takeover(
+    tmp_path, monkeypatch, taker_released
+):
+    """The cause of a flaky end-to-end test: a renewal paused between its check and its
+    write brought the claim back after the run that took it over had released it."""
+    for at in range(1, 100):
+        directory = str(tmp_path / str(at))
+        paused = new_owner(time.time())
+        token = acquire(claim_file(directory), paused)
+
+        pause = _PausedAt(at, functools.partial(_take_over, directory, taker_released))
+        monkeypatch.setattr(claims, "os", pause)
+        store = claim_file(directory)
+        renewed = dataclasses.replace(paused, lease_until=time.time() + LEASE_SECONDS)
+        for step in (
+            functools.partial(store.renew, json.dumps(dataclasses.asdict(renewed)).encode()),
+            functools.partial(store.release, run=paused.run),
+        ):
+            step(token)
+            if pause.paused:
+                with monkeypatch.context() as unpaused:
+                    unpaused.setattr(claims, "os", os)
+                    holder = holder_of(claim_file(directory))
+                assert (holder and holder.run) == (None if taker_released else "taker"), at
+        monkeypatch.setattr(claims, "os", os)
+        if not pause.paused:  # past the last call: every point was tried
+            break
+    assert at > 3

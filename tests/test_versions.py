@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from pipelines.claims import claim_file, holder_of
 from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
 from pipelines.regenerate import main as regenerate
@@ -202,7 +203,7 @@ def test_a_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_nothin
     paused.send_signal(signal.SIGSTOP)
     try:
         [claim] = root.glob("versions/*/_LOCK")
-        lease_until = json.loads(claim.read_text())["lease_until"]
+        lease_until = holder_of(claim_file(str(claim.parent))).lease_until
         while time.time() <= lease_until:  # the condition: its lease has run out
             time.sleep(0.05)
         taker = subprocess.run(args, env=env, capture_output=True, text=True)
