@@ -2,6 +2,7 @@
 
 import json
 import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -49,12 +50,40 @@ def test_missing_candidates_score_zero_and_scratch_is_left_clean():
     assert not scratch.any()
 
 
-def test_equals_nltk_on_many_real_coco_pairs():
+def _real_captions() -> list[tuple[str, ...]]:
     with open(COCO_VAL2017, encoding="utf-8") as handle:
         annotations = json.load(handle)["annotations"]
     annotations.sort(key=lambda a: (a["image_id"], a["id"]))
     captions = [normalize_caption(a["caption"]) for a in annotations]
-    captions = [c for c in captions if c]
+    return [c for c in captions if c]
+
+
+def test_the_encoding_follows_its_definition_on_real_captions():
+    """Order-n n-grams are numbered in sorted order after the lower orders' ids, and each
+    occurrence is ranked among the equal n-grams of its caption: in plain Python."""
+    captions = [tuple(caption) for caption in _real_captions()[:3000]] + [()]
+    table = encode_ngrams(captions)
+    number, first = {}, 0
+    for n in range(1, 5):
+        grams = sorted({c[i : i + n] for c in captions for i in range(len(c) - n + 1)})
+        number.update((gram, first + k) for k, gram in enumerate(grams))
+        first += len(grams)
+    assert table.vocab_size == first
+    for row, caption in enumerate(captions):
+        assert table.lengths[row] == len(caption)
+        for n in range(1, 5):
+            seen = Counter()
+            expected = []
+            for i in range(len(caption) - n + 1):
+                seen[caption[i : i + n]] += 1
+                expected.append((number[caption[i : i + n]], seen[caption[i : i + n]]))
+            block = slice(table.offsets[row, n - 1], table.offsets[row, n])
+            encoded = zip(table.ids[block].tolist(), table.ranks[block].tolist(), strict=True)
+            assert list(encoded) == expected
+
+
+def test_equals_nltk_on_many_real_coco_pairs():
+    captions = _real_captions()
     rng = np.random.default_rng(7)
     targets = rng.integers(0, len(captions), size=300)
     # Neighbouring rows are mostly captions of the same image: many nonzero BLEUs.

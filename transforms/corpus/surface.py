@@ -47,8 +47,47 @@ def _dense_ids(keys: np.ndarray) -> tuple[np.ndarray, int]:
     return inverse.astype(np.int64), len(uniques)
 
 
+def _token_ids(captions: Sequence[Sequence[str]], tokens: int) -> tuple[np.ndarray, int]:
+    """Each token's id in the sorted vocabulary. A dict numbers the words as they come and
+    they are renumbered in sorted order: the ids ``np.unique`` would give, without an
+    array of every token's string (as wide as the longest word; most of this step's
+    memory at CC3M size)."""
+    vocabulary: dict[str, int] = {}
+    seen = np.fromiter(
+        (
+            vocabulary.setdefault(token, len(vocabulary))
+            for caption in captions
+            for token in caption
+        ),
+        dtype=np.int64,
+        count=tokens,
+    )
+    words = list(vocabulary)
+    sorted_id = np.empty(len(words), dtype=np.int64)
+    sorted_id[sorted(range(len(words)), key=words.__getitem__)] = np.arange(len(words))
+    return sorted_id[seen], len(words)
+
+
+def _occurrence_ranks(groups: np.ndarray) -> np.ndarray:
+    """1-based rank of each element among the equal values of ``groups``, in array order.
+
+    >>> _occurrence_ranks(np.array([7, 3, 7, 7, 3])).tolist()
+    [1, 1, 2, 3, 2]
+    """
+    order = np.argsort(groups, kind="stable")
+    ordered = groups[order]
+    run_start = np.ones(len(groups), dtype=bool)
+    run_start[1:] = ordered[1:] != ordered[:-1]
+    start_index = np.maximum.accumulate(np.where(run_start, np.arange(len(groups)), 0))
+    ranks = np.empty(len(groups), dtype=np.int32)
+    ranks[order] = np.arange(len(groups)) - start_index + 1
+    return ranks
+
+
 def encode_ngrams(captions: Sequence[Sequence[str]]) -> NgramTable:
-    """Encodes tokenised captions (vectorised over the whole corpus).
+    """Encodes tokenised captions (vectorised over the whole corpus, one order at a time,
+    each occurrence written straight to its place: a few int64 arrays of the corpus's
+    tokens at a time).
 
     >>> table = encode_ngrams([("a", "dog", "a", "dog"), ("a", "cat")])
     >>> table.lengths.tolist(), table.offsets.tolist()
@@ -57,56 +96,34 @@ def encode_ngrams(captions: Sequence[Sequence[str]]) -> NgramTable:
     [1, 1, 2, 2]
     """
     lengths = np.fromiter((len(c) for c in captions), dtype=np.int64, count=len(captions))
-    n_captions = len(lengths)
-    ends = np.cumsum(lengths)
-    flat_tokens = [token for caption in captions for token in caption]
-    token_ids, n_tokens = _dense_ids(np.asarray(flat_tokens, dtype=object).astype(str))
-    caption_of = np.repeat(np.arange(n_captions), lengths)
-    end_of = np.repeat(ends, lengths)
-    positions = np.arange(len(token_ids))
+    per_order = np.maximum(lengths[:, None] - np.arange(MAX_ORDER)[None, :], 0)
+    offsets = np.zeros((len(lengths), MAX_ORDER + 1), dtype=np.int64)
+    offsets[:, 1:] = np.cumsum(per_order, axis=1)
+    offsets += np.concatenate(([0], np.cumsum(per_order.sum(axis=1))[:-1]))[:, None]
+    ids = np.empty(int(per_order.sum()), dtype=np.int32)
+    ranks = np.empty(len(ids), dtype=np.int32)
 
-    id_parts, caption_parts, order_parts = [], [], []
+    token_ids, n_tokens = _token_ids(captions, int(lengths.sum()))
+    caption_of = np.repeat(np.arange(len(lengths)), lengths)
+    position = np.arange(len(token_ids)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    remaining = np.repeat(lengths, lengths) - position  # tokens from here to the caption's end
     previous = token_ids  # dense id of the (n-1)-gram starting at each position
     id_offset = 0
     for n in range(1, MAX_ORDER + 1):
-        valid = positions + n <= end_of
+        starts = np.flatnonzero(remaining >= n)
         if n == 1:
-            dense, count = previous, n_tokens
+            dense, count = token_ids, n_tokens
         else:
-            shifted = np.zeros_like(token_ids)
-            shifted[: len(token_ids) - n + 1] = token_ids[n - 1 :]
-            keys = np.where(valid, previous * n_tokens + shifted, -1)
-            dense, count = _dense_ids(keys[valid])
+            dense, count = _dense_ids(previous[starts] * n_tokens + token_ids[starts + n - 1])
             previous = np.full_like(token_ids, -1)
-            previous[valid] = dense
-            dense = previous
-        id_parts.append(dense[valid] + id_offset)
-        caption_parts.append(caption_of[valid])
-        order_parts.append(np.full(int(valid.sum()), n, dtype=np.int64))
+            previous[starts] = dense
+        captions_of_starts = caption_of[starts]
+        placed = offsets[captions_of_starts, n - 1] + position[starts]
+        ids[placed] = dense + id_offset
+        ranks[placed] = _occurrence_ranks(captions_of_starts * count + dense)
         id_offset += count
-
-    ids = np.concatenate(id_parts)
-    caption_idx = np.concatenate(caption_parts)
-    orders = np.concatenate(order_parts)
-    layout = np.lexsort((orders, caption_idx))  # (caption, order, position): lexsort is stable
-    ids, caption_idx = ids[layout], caption_idx[layout]
-
-    by_ngram = np.lexsort((np.arange(len(ids)), ids, caption_idx))
-    sorted_caption, sorted_ids = caption_idx[by_ngram], ids[by_ngram]
-    run_start = np.ones(len(ids), dtype=bool)
-    run_start[1:] = (sorted_caption[1:] != sorted_caption[:-1]) | (
-        sorted_ids[1:] != sorted_ids[:-1]
-    )
-    start_index = np.maximum.accumulate(np.where(run_start, np.arange(len(ids)), 0))
-    ranks = np.empty(len(ids), dtype=np.int32)
-    ranks[by_ngram] = np.arange(len(ids)) - start_index + 1
-
-    per_order = np.maximum(lengths[:, None] - np.arange(MAX_ORDER)[None, :], 0)
-    offsets = np.zeros((n_captions, MAX_ORDER + 1), dtype=np.int64)
-    offsets[:, 1:] = np.cumsum(per_order, axis=1)
-    offsets += np.concatenate(([0], np.cumsum(per_order.sum(axis=1))[:-1]))[:, None]
     return NgramTable(
-        ids=ids.astype(np.int32),
+        ids=ids,
         ranks=ranks,
         offsets=offsets,
         lengths=lengths.astype(np.int32),
