@@ -186,14 +186,17 @@ def make_corpus(
     )
 
 
-def npy_bytes(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
+def write_npy(path: str, array: np.ndarray) -> None:
+    """Saved straight into the file (in chunks where the handle has no descriptor, as on
+    GCS), never as a second copy in memory: 3.4 GB of embeddings at CC3M size."""
+    with FileSystems.create(path) as handle:
+        np.save(handle, array)
 
 
 def read_npy(path: str) -> np.ndarray:
-    return np.load(io.BytesIO(read_file(path)))
+    """Read into the array itself, without the file's bytes as a second copy."""
+    with FileSystems.open(path) as handle:
+        return np.load(handle)
 
 
 def model_path(output: str) -> str:
@@ -218,8 +221,8 @@ def write_tables(columns: dict[str, list[str]], ngrams: NgramTable, directory: s
 
 
 def write_vectors(directory: str, embeddings: np.ndarray, closeness: np.ndarray) -> None:
-    write_file(FileSystems.join(directory, "embeddings.npy"), npy_bytes(embeddings))
-    write_file(FileSystems.join(directory, "own_closeness.npy"), npy_bytes(closeness))
+    write_npy(FileSystems.join(directory, "embeddings.npy"), embeddings)
+    write_npy(FileSystems.join(directory, "own_closeness.npy"), closeness)
 
 
 def corpus_ref(directory: str, split_of: np.ndarray) -> CorpusRef:
@@ -486,7 +489,7 @@ def train_and_store(
             return TrainedCorpus(ref, model_path(output), 0)
         directory = FileSystems.join(output, "corpus")
         write_tables(columns, encode_ngrams(documents), directory)
-        write_file(FileSystems.join(directory, inference.TRAINED_ROWS), npy_bytes(trained))
+        write_npy(FileSystems.join(directory, inference.TRAINED_ROWS), trained)
         fence()
         save_model(model, model_path(output))
         split_of = np.asarray([SPLITS.index(s) for s in columns["split"]], dtype=np.int8)

@@ -24,9 +24,9 @@ from schemas.options import Group, option
 from transforms.corpus.neighbours import Finder, Pool, pool_similarities
 from transforms.corpus.read import expand_inputs
 from transforms.corpus.split import SPLITS
-from transforms.corpus.store import Corpus, CorpusRef, load_corpus, npy_bytes, read_npy
+from transforms.corpus.store import Corpus, CorpusRef, load_corpus, read_npy, write_npy
 from transforms.errors import InputError
-from transforms.files import read_parquet_files, write_file
+from transforms.files import read_parquet_files
 from transforms.language.objects import (
     CATEGORIES,
     image_objects,
@@ -93,7 +93,7 @@ def write_objects(ref: CorpusRef, *, objects: str) -> CorpusRef:
     """The global step: every image's objects, written once beside the corpus."""
     corpus = load_corpus(ref.directory, embeddings=False)
     matrix = objects_of_images(corpus, objects)
-    write_file(FileSystems.join(ref.directory, OBJECTS_FILE), npy_bytes(matrix))
+    write_npy(FileSystems.join(ref.directory, OBJECTS_FILE), matrix)
     logging.info(
         "objects of %d images from %s; %d have none",
         len(matrix),
