@@ -72,7 +72,7 @@ def unfenced() -> None:
     (pipelines/claims.py: Fence)."""
 
 
-def write_file(path: str, data: bytes) -> None:
+def write_file(path: str, data: bytes | memoryview) -> None:
     with FileSystems.create(path) as handle:
         handle.write(data)
 

@@ -208,7 +208,7 @@ def write_tables(columns: dict[str, list[str]], ngrams: NgramTable, directory: s
     table = pa.table({name: columns[name] for name in CAPTION_COLUMNS})
     with FileSystems.create(FileSystems.join(directory, "captions.parquet")) as handle:
         pq.write_table(table, handle)
-    buffer = io.BytesIO()
+    buffer = io.BytesIO()  # a zip is written seeking, and a GCS upload cannot seek
     np.savez(
         buffer,
         ids=ngrams.ids,
@@ -217,7 +217,7 @@ def write_tables(columns: dict[str, list[str]], ngrams: NgramTable, directory: s
         lengths=ngrams.lengths,
         vocab_size=np.int64(ngrams.vocab_size),
     )
-    write_file(FileSystems.join(directory, "ngrams.npz"), buffer.getvalue())
+    write_file(FileSystems.join(directory, "ngrams.npz"), buffer.getbuffer())  # not a copy
 
 
 def write_vectors(directory: str, embeddings: np.ndarray, closeness: np.ndarray) -> None:
@@ -249,7 +249,8 @@ def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
     with dim 1024.
     """
     table = pq.read_table(io.BytesIO(read_file(FileSystems.join(directory, "captions.parquet"))))
-    ngrams = np.load(io.BytesIO(read_file(FileSystems.join(directory, "ngrams.npz"))))
+    with FileSystems.open(FileSystems.join(directory, "ngrams.npz")) as handle:
+        ngrams = dict(np.load(handle))  # read into the arrays, not first as the file's bytes
     corpus = make_corpus(
         {name: table.column(name).to_pylist() for name in CAPTION_COLUMNS},
         read_npy(FileSystems.join(directory, "embeddings.npy")) if embeddings else None,
