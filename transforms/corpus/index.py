@@ -8,8 +8,10 @@ multiply-adds, ~17 minutes of BLAS on two cores, while IVF scans only ``nprobe``
 ``benchmarks/scale.py`` and ``benchmarks/index.py``: on 598,575 synthetic PV vectors
 the defaults give 0.95 at MC-IC's N = 500 and 0.93 at the 200 closed sets search.
 
-Indexes are built once, in the global step, and serialised next to the corpus;
-workers load them once per process.
+Indexes are built once, in the global step, and written next to the corpus; workers
+load them once per process. Vectors go in by chunks and the index streams to and from
+its file, so a pool's vectors are held once (3.3 GB at CC3M size, dim 256), not as
+their copy, the index, its serialised bytes and those bytes' copy.
 """
 
 import math
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 
 import faiss
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 
 # IVF training is the index build's cost and runs in one process: its k-means sees 40
 # points a cluster (faiss warns below 39) for 5 iterations. Against 64 points and 10
@@ -24,6 +27,7 @@ import numpy as np
 # builds 1.9x faster for 0.4 points of recall@200 and @500.
 KMEANS_ITERATIONS = 5
 TRAINING_POINTS_PER_CLUSTER = 40
+ADD_CHUNK = 1 << 16  # rows added at a time: the only copy of a pool's vectors
 
 
 @dataclass(frozen=True)
@@ -52,12 +56,16 @@ def probes(config: IndexConfig, count: int, nlist: int) -> int:
     return min(nlist, math.ceil(config.scan * config.neighbours * nlist / count))
 
 
-def build_index(vectors: np.ndarray, config: IndexConfig) -> faiss.Index:
-    """Exact for small pools, IVF above ``exact_limit`` captions."""
-    count, dim = vectors.shape
+def build_index(
+    vectors: np.ndarray, config: IndexConfig, rows: np.ndarray | None = None
+) -> faiss.Index:
+    """Exact for small pools, IVF above ``exact_limit`` captions. ``rows``: the rows of
+    ``vectors`` in the pool, ascending (every row when None)."""
+    rows = np.arange(len(vectors)) if rows is None else rows
+    count, dim = len(rows), vectors.shape[1]
     if count <= config.exact_limit:
         index = faiss.IndexFlatIP(dim)
-        index.add(vectors)
+        add_chunks(index, vectors, rows)
         return index
     nlist = config.nlist or int(4 * math.sqrt(count))
     quantizer = faiss.IndexFlatIP(dim)
@@ -68,23 +76,33 @@ def build_index(vectors: np.ndarray, config: IndexConfig) -> faiss.Index:
     # measurable recall.
     sample_size = min(count, config.points_per_cluster * nlist)
     sample = np.random.default_rng(config.seed).choice(count, sample_size, replace=False)
-    index.train(vectors[np.sort(sample)])
-    index.add(vectors)
+    index.train(vectors[rows[np.sort(sample)]])
+    add_chunks(index, vectors, rows)
     index.nprobe = probes(config, count, nlist)  # saved with the index
     index.make_direct_map()  # targets are looked up in the index, not kept twice
     return index
 
 
-def serialize(index: faiss.Index) -> bytes:
-    return faiss.serialize_index(index).tobytes()
+def add_chunks(index: faiss.Index, vectors: np.ndarray, rows: np.ndarray) -> None:
+    """The same index as one ``add`` of ``vectors[rows]``: both index kinds append, and
+    IVF assigns each vector to its list on its own."""
+    for start in range(0, len(rows), ADD_CHUNK):
+        index.add(vectors[rows[start : start + ADD_CHUNK]])
 
 
-def deserialize(data: bytes, config: IndexConfig) -> faiss.Index:
-    """Loads an index for searching with ``config``'s threads.
+def write_index(index: faiss.Index, path: str) -> None:
+    """Streamed into the file (local or GCS), never as bytes in memory."""
+    with FileSystems.create(path) as handle:
+        faiss.write_index(index, faiss.PyCallbackIOWriter(handle.write))
+
+
+def read_index(path: str, config: IndexConfig) -> faiss.Index:
+    """Loads an index for searching with ``config``'s threads, streamed from the file.
 
     Several worker processes on one machine each running faiss on all cores
     oversubscribe it (OpenMP threads spin while waiting); ``threads`` caps it.
     """
     if config.threads:
         faiss.omp_set_num_threads(config.threads)
-    return faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+    with FileSystems.open(path) as handle:
+        return faiss.read_index(faiss.PyCallbackIOReader(handle.read))

@@ -21,8 +21,16 @@ from apache_beam.utils.shared import Shared
 
 from transforms.corpus import index as faiss_index
 from transforms.corpus.split import SPLITS
-from transforms.corpus.store import Corpus, CorpusRef, load_corpus
-from transforms.files import read_file, write_file
+from transforms.corpus.store import (
+    EMBEDDINGS,
+    Corpus,
+    CorpusRef,
+    load_corpus,
+    pool_rows,
+    read_caption_table,
+    read_npy,
+    split_codes,
+)
 from transforms.progress import Progress, timed
 
 
@@ -64,12 +72,14 @@ def index_path(directory: str, pool: str) -> str:
 
 
 def build_indexes(ref: CorpusRef, *, decoy_pool: str, config: faiss_index.IndexConfig) -> CorpusRef:
-    """The global step of this stage: one index per pool, written beside the corpus."""
-    corpus = load_corpus(ref.directory)
-    for pool, rows in corpus.pools(decoy_pool).items():
+    """The global step of this stage: one index per pool, written beside the corpus. It
+    reads the vectors and the splits only, not the rest of the corpus."""
+    embeddings = read_npy(FileSystems.join(ref.directory, EMBEDDINGS))
+    split_of = split_codes(read_caption_table(ref.directory, ["split"]).column("split"))
+    for pool, rows in pool_rows(split_of, decoy_pool).items():
         with timed("index", "build") as elapsed:
-            index = faiss_index.build_index(corpus.embeddings[rows], config)
-            write_file(index_path(ref.directory, pool), faiss_index.serialize(index))
+            index = faiss_index.build_index(embeddings, config, rows)
+            faiss_index.write_index(index, index_path(ref.directory, pool))
         logging.info(
             "built %s index of the %s pool (%d captions) in %.1fs",
             type(index).__name__,
@@ -93,7 +103,7 @@ def load_searchable(
         pool: make_pool(
             corpus,
             rows,
-            faiss_index.deserialize(read_file(index_path(directory, pool)), config),
+            faiss_index.read_index(index_path(directory, pool), config),
         )
         for pool, rows in corpus.pools(decoy_pool).items()
     }

@@ -35,6 +35,7 @@ from typing import NamedTuple
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
@@ -58,11 +59,12 @@ from transforms.corpus.paragraph_vectors import (
 from transforms.corpus.split import SPLITS
 from transforms.corpus.surface import NgramTable, encode_ngrams
 from transforms.errors import InputError
-from transforms.files import delete_folder, read_file, unfenced, write_file
+from transforms.files import delete_folder, unfenced, write_file
 from transforms.progress import timed
 
 CAPTION_COLUMNS = Caption._fields
 DECOY_POOLS = ("all", "split")
+EMBEDDINGS = "embeddings.npy"
 
 
 class CorpusRef(NamedTuple):
@@ -103,10 +105,20 @@ class Corpus:
         return Caption(*(self.captions[name][row] for name in CAPTION_COLUMNS))
 
     def pools(self, decoy_pool: str) -> dict[str, np.ndarray]:
-        """The rows decoys may come from: one pool ("all") or one per split."""
-        if decoy_pool == "all":
-            return {"all": np.arange(len(self))}
-        return {split: np.flatnonzero(self.split_of == code) for code, split in enumerate(SPLITS)}
+        return pool_rows(self.split_of, decoy_pool)
+
+
+def pool_rows(split_of: np.ndarray, decoy_pool: str) -> dict[str, np.ndarray]:
+    """The rows decoys may come from: one pool ("all") or one per split."""
+    if decoy_pool == "all":
+        return {"all": np.arange(len(split_of))}
+    return {split: np.flatnonzero(split_of == code) for code, split in enumerate(SPLITS)}
+
+
+def split_codes(splits: pa.Array | pa.ChunkedArray | Sequence[str]) -> np.ndarray:
+    """int8 index into SPLITS, per row."""
+    codes = pc.index_in(splits, value_set=pa.array(SPLITS))
+    return codes.to_numpy(zero_copy_only=False).astype(np.int8)
 
 
 def sorted_captions(captions: Iterable[Caption]) -> list[Caption]:
@@ -174,7 +186,7 @@ def make_corpus(
     image_offsets = np.concatenate(([0], np.cumsum(np.bincount(image_of))))
     return Corpus(
         captions=captions,
-        split_of=np.asarray([SPLITS.index(s) for s in captions["split"]], dtype=np.int8),
+        split_of=split_codes(captions["split"]),
         image_of=image_of.astype(np.int64),
         embeddings=embeddings,
         ngrams=ngrams,
@@ -220,8 +232,14 @@ def write_tables(columns: dict[str, list[str]], ngrams: NgramTable, directory: s
     write_file(FileSystems.join(directory, "ngrams.npz"), buffer.getbuffer())  # not a copy
 
 
+def read_caption_table(directory: str, columns: list[str] | None = None) -> pa.Table:
+    """The caption table, or some of its columns, read from the file's handle."""
+    with FileSystems.open(FileSystems.join(directory, "captions.parquet")) as handle:
+        return pq.read_table(handle, columns=columns)
+
+
 def write_vectors(directory: str, embeddings: np.ndarray, closeness: np.ndarray) -> None:
-    write_npy(FileSystems.join(directory, "embeddings.npy"), embeddings)
+    write_npy(FileSystems.join(directory, EMBEDDINGS), embeddings)
     write_npy(FileSystems.join(directory, "own_closeness.npy"), closeness)
 
 
@@ -248,12 +266,12 @@ def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
     already, and a second copy is 2.4 GB per process at COCO 2014 scale
     with dim 1024.
     """
-    table = pq.read_table(io.BytesIO(read_file(FileSystems.join(directory, "captions.parquet"))))
+    table = read_caption_table(directory)
     with FileSystems.open(FileSystems.join(directory, "ngrams.npz")) as handle:
         ngrams = dict(np.load(handle))  # read into the arrays, not first as the file's bytes
     corpus = make_corpus(
         {name: table.column(name).to_pylist() for name in CAPTION_COLUMNS},
-        read_npy(FileSystems.join(directory, "embeddings.npy")) if embeddings else None,
+        read_npy(FileSystems.join(directory, EMBEDDINGS)) if embeddings else None,
         NgramTable(
             ids=ngrams["ids"],
             ranks=ngrams["ranks"],
@@ -493,7 +511,7 @@ def train_and_store(
         write_npy(FileSystems.join(directory, inference.TRAINED_ROWS), trained)
         fence()
         save_model(model, model_path(output))
-        split_of = np.asarray([SPLITS.index(s) for s in columns["split"]], dtype=np.int8)
+        split_of = split_codes(columns["split"])
         Metrics.counter("pv", "trained").inc(len(trained))
         inferred = len(ordered) - len(trained)
         return TrainedCorpus(corpus_ref(directory, split_of), model_path(output), inferred)
@@ -522,10 +540,7 @@ def assemble(
             )
         for start, shard in sorted(done.items()):
             vectors[rest[start : shard.end]] = read_npy(shard.path)
-        table = pq.read_table(
-            io.BytesIO(read_file(FileSystems.join(directory, "captions.parquet"))),
-            columns=["image_id"],
-        )
+        table = read_caption_table(directory, ["image_id"])
         _, image_of = np.unique(table.column("image_id").to_numpy(), return_inverse=True)
         write_vectors(directory, vectors, own_closeness(vectors, image_of))
         delete_folder(FileSystems.join(directory, inference.INFERRED_DIRECTORY))
