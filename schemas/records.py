@@ -42,9 +42,14 @@ class Skip(NamedTuple):
 
 
 def caption_order(caption_id: str) -> tuple[int, int, str]:
-    """Sort key: numeric ids numerically, before any non-numeric id."""
+    """Sort key: numeric ids numerically, before any non-numeric id; equal numbers by their
+    text, so that no order depends on the order captions arrive in.
+
+    >>> sorted(["b", "10", "7", "a", "07"], key=caption_order)
+    ['07', '7', '10', 'a', 'b']
+    """
     if caption_id.isdigit():
-        return (0, int(caption_id), "")
+        return (0, int(caption_id), caption_id)
     return (1, 0, caption_id)
 
 
