@@ -42,7 +42,14 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.claims import LOCK_FILE, Fence
 from schemas.layout import SHARD_NAME
 from transforms.errors import InputError
-from transforms.files import check_writable, list_files, read_file, read_json, write_file
+from transforms.files import (
+    check_writable,
+    list_files,
+    read_file,
+    read_json,
+    remove_empty_subfolders,
+    write_file,
+)
 from transforms.report.card import CARD_FILE, root_card
 
 COMPLETE_FILE = "_COMPLETE"
@@ -283,6 +290,7 @@ def clear_incomplete(version: Version, fence: Fence, left_by: str = "a failed ru
             left_by,
         )
         FileSystems.delete(left)
+    remove_empty_subfolders(version.directory)
 
 
 def write_atomically(path: str, data: bytes) -> None:

@@ -99,6 +99,16 @@ def remove_empty_folder(directory: str) -> None:
             os.rmdir(directory)
 
 
+def remove_empty_subfolders(directory: str) -> None:
+    """Removes the local folders under ``directory`` that hold nothing, deepest first: what
+    deleting their files leaves (on GCS, deleting the objects is all there is)."""
+    if not bucket_of(directory):
+        for folder, _, _ in os.walk(directory, topdown=False):
+            if folder != directory:
+                with contextlib.suppress(OSError):  # not empty
+                    os.rmdir(folder)
+
+
 def read_parquet_files(pattern: str, columns: list[str] | None = None) -> Iterator[pa.Table]:
     """Every Parquet file matching ``pattern``, in name order, one table at a time."""
     for _, table in read_named_parquet_files(pattern, columns):

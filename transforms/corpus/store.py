@@ -1,8 +1,9 @@
 """The corpus as one read-only object: the global step of the pipeline.
 
 PV training needs every caption at once, and so does neighbour search over the
-whole pool, so :class:`TrainParagraphVectors` gathers the captions on one
-worker (``ToList``), trains the model there and writes the corpus to files:
+whole pool. So :class:`TrainParagraphVectors` has the workers write the captions
+in parts (``corpus/caption_parts/``), gathers only the parts' paths, reads the
+parts on one worker, trains the model there and writes the corpus to files:
 
     <output>/corpus/captions.parquet   caption table, rows in caption-id order
     <output>/corpus/embeddings.npy     unit PV vectors, one row per caption
@@ -19,18 +20,18 @@ order and own_closeness from them. At or below it, PV trains on every caption.
 Only the directory's path travels through the graph. Each worker process loads
 the files once (:func:`load_corpus` behind ``apache_beam.utils.shared.Shared``),
 so the embeddings are never a side input copied into every bundle. Cost of the
-global step: one worker holds the captions (~0.5 KB each in Python) and trains
-PV single-handed; at COCO 2014 scale (600k captions, dim 256) that process
-peaked at ~5 GB.
+global step: one worker holds the captions as a table, their texts and the word
+lists of the captions PV trains on, and trains PV single-handed.
 """
 
 import io
 import itertools
 import logging
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 import numpy as np
@@ -65,6 +66,10 @@ from transforms.progress import timed
 CAPTION_COLUMNS = Caption._fields
 DECOY_POOLS = ("all", "split")
 EMBEDDINGS = "embeddings.npy"
+# corpus/caption_parts/: the captions as the train step gathers them, removed once it is done.
+PARTS_DIRECTORY = "caption_parts"
+PART_SIZE = 100_000  # captions a part: ~50 MB as Python objects, a few MB as a file
+CAPTION_SCHEMA = pa.schema([(name, pa.string()) for name in CAPTION_COLUMNS])
 
 
 class CorpusRef(NamedTuple):
@@ -121,25 +126,35 @@ def split_codes(splits: pa.Array | pa.ChunkedArray | Sequence[str]) -> np.ndarra
     return codes.to_numpy(zero_copy_only=False).astype(np.int8)
 
 
-def sorted_captions(captions: Iterable[Caption]) -> list[Caption]:
-    """Caption-id order, so that "lower row" means "lower caption id" everywhere."""
-    ordered = sorted(captions, key=lambda caption: caption_order(caption.caption_id))
-    if not ordered:
+def caption_id_order(caption_ids: Sequence[str], image_ids: Sequence) -> list[int]:
+    """The rows in caption-id order, so that "lower row" means "lower caption id"
+    everywhere; refuses an empty corpus and a caption id that occurs twice."""
+    order = sorted(range(len(caption_ids)), key=lambda row: caption_order(caption_ids[row]))
+    if not order:
         raise InputError("the corpus has no captions left after normalisation: check --input")
-    for previous, current in itertools.pairwise(ordered):
-        if previous.caption_id == current.caption_id:
+    for previous, current in itertools.pairwise(order):
+        if caption_ids[previous] == caption_ids[current]:
             raise InputError(
-                f"caption id {current.caption_id} occurs twice (images {previous.image_id} and "
-                f"{current.image_id}): caption ids must be unique across all input files"
+                f"caption id {caption_ids[current]} occurs twice (images "
+                f"{image_ids[previous]} and {image_ids[current]}): caption ids must be unique "
+                "across all input files"
             )
-    return ordered
+    return order
 
 
-def check_pool_size(captions: list[Caption], neighbours: int, decoy_pool: str) -> None:
+def sorted_captions(captions: Iterable[Caption]) -> list[Caption]:
+    captions = list(captions)
+    ids, images = ([getattr(c, name) for c in captions] for name in ("caption_id", "image_id"))
+    return [captions[row] for row in caption_id_order(ids, images)]
+
+
+def check_pool_size(
+    splits: Sequence[str], image_ids: Sequence[str], neighbours: int, decoy_pool: str
+) -> None:
     """Every target must have at least ``neighbours`` captions of other images."""
-    pools = Counter(c.split for c in captions) if decoy_pool == "split" else {"": len(captions)}
-    per_image = Counter((c.split if decoy_pool == "split" else "", c.image_id) for c in captions)
-    for (pool, image_id), own in per_image.items():
+    pooled = splits if decoy_pool == "split" else [""] * len(image_ids)
+    pools = Counter(pooled)
+    for (pool, image_id), own in Counter(zip(pooled, image_ids, strict=True)).items():
         available = pools[pool] - own
         if available < neighbours:
             where = f"the {pool} split" if pool else "the corpus"
@@ -215,9 +230,16 @@ def model_path(output: str) -> str:
     return FileSystems.join(output, "pv", "doc2vec.model")
 
 
-def write_tables(columns: dict[str, list[str]], ngrams: NgramTable, directory: str) -> None:
+def caption_table(columns: dict[str, Sequence[str]]) -> pa.Table:
+    return pa.table({name: columns[name] for name in CAPTION_COLUMNS}, schema=CAPTION_SCHEMA)
+
+
+def captions_table(captions: Sequence[Caption]) -> pa.Table:
+    return caption_table({name: [getattr(c, name) for c in captions] for name in CAPTION_COLUMNS})
+
+
+def write_tables(table: pa.Table, ngrams: NgramTable, directory: str) -> None:
     """The caption table and the n-gram table: what does not depend on PV."""
-    table = pa.table({name: columns[name] for name in CAPTION_COLUMNS})
     with FileSystems.create(FileSystems.join(directory, "captions.parquet")) as handle:
         pq.write_table(table, handle)
     buffer = io.BytesIO()  # a zip is written seeking, and a GCS upload cannot seek
@@ -252,7 +274,7 @@ def write_corpus(corpus: Corpus, model, output: str, fence: Callable[[], None]) 
     """The corpus files, then the model: the one file whose bytes differ from run to run
     (gensim logs times in it), so the fence is checked again just before it."""
     directory = FileSystems.join(output, "corpus")
-    write_tables(corpus.captions, corpus.ngrams, directory)
+    write_tables(caption_table(corpus.captions), corpus.ngrams, directory)
     write_vectors(directory, corpus.embeddings, corpus.own_closeness)
     fence()
     save_model(model, model_path(output))
@@ -298,10 +320,12 @@ class TrainedCorpus(NamedTuple):
 class TrainParagraphVectors(beam.PTransform):
     """Caption (with split) -> one CorpusRef: where the corpus was written.
 
-    The train step runs on one worker (see module docstring). In a sampled run
-    (``pv.train_sample``), the captions PV did not train on get their vectors
-    inferred in parallel over shards (:class:`transforms.corpus.inference.InferVectors`),
-    then one step assembles the embeddings in row order.
+    The captions are written in parts of :data:`PART_SIZE` by whichever worker holds them,
+    and only the parts' paths are gathered: the train step reads the parts on one worker
+    (see module docstring), so no element carries the corpus. In a sampled run
+    (``pv.train_sample``), the captions PV did not train on get their vectors inferred in
+    parallel over shards (:class:`transforms.corpus.inference.InferVectors`), then one
+    step assembles the embeddings in row order.
     """
 
     def __init__(
@@ -320,12 +344,15 @@ class TrainParagraphVectors(beam.PTransform):
         self._fence = fence
 
     def expand(self, captions):
+        parts = FileSystems.join(self._output, "corpus", PARTS_DIRECTORY)
         trained = (
             captions
+            | "Parts" >> beam.BatchElements(min_batch_size=PART_SIZE, max_batch_size=PART_SIZE)
+            | "WriteParts" >> beam.Map(write_part, directory=parts, fence=self._fence)
             | "Gather" >> beam.combiners.ToList()
             | "TrainAndWrite"
             >> beam.Map(
-                train_and_store,
+                train_on_parts,
                 pv=self._pv,
                 pretrained=self._pretrained,
                 neighbours=self._neighbours,
@@ -347,6 +374,29 @@ class TrainParagraphVectors(beam.PTransform):
         )
 
 
+def write_part(captions: list[Caption], directory: str, fence: Callable[[], None]) -> str:
+    """One part of the captions, under a name of its own: a retried bundle's part is not
+    among the gathered paths, and goes with the folder."""
+    path = FileSystems.join(directory, f"part-{uuid.uuid4().hex}.parquet")
+    table = captions_table(captions)
+    fence()
+    with FileSystems.create(path) as handle:
+        pq.write_table(table, handle)
+    return path
+
+
+def train_on_parts(parts: list[str], *, output: str, **train: Any) -> TrainedCorpus:
+    """:func:`train_and_store` on the captions of ``parts``, which are removed once the
+    corpus is written."""
+    tables = [CAPTION_SCHEMA.empty_table()]  # no part: no caption, said in one line
+    for path in parts:
+        with FileSystems.open(path) as handle:
+            tables.append(pq.read_table(handle))
+    trained = train_and_store(pa.concat_tables(tables), output=output, **train)
+    delete_folder(FileSystems.join(output, "corpus", PARTS_DIRECTORY))
+    return trained
+
+
 def train_and_write(
     captions: list[Caption],
     *,
@@ -358,7 +408,7 @@ def train_and_write(
 ) -> CorpusRef:
     """:class:`TrainParagraphVectors` in this process: the same files, inference in one shard."""
     trained = train_and_store(
-        captions,
+        captions_table(captions),
         pv=pv,
         pretrained=pretrained,
         neighbours=neighbours,
@@ -480,7 +530,7 @@ def reused_rows(
 
 
 def train_and_store(
-    captions: list[Caption],
+    captions: pa.Table,
     *,
     pv: PVConfig,
     pretrained: str,
@@ -489,32 +539,41 @@ def train_and_store(
     output: str,
     fence: Callable[[], None],
 ) -> TrainedCorpus:
-    """Trains PV (or reuses ``pretrained``) and writes the corpus; in a sampled run, all
-    but the vectors, which :func:`assemble` writes once the others' are inferred. A run
-    whose claim was taken over while it trained writes nothing (``fence``)."""
-    ordered = sorted_captions(captions)
-    check_pool_size(ordered, neighbours, decoy_pool)
-    Metrics.counter("corpus", "captions").inc(len(ordered))
-    documents = Words([caption.text for caption in ordered])
-    caption_ids = [caption.caption_id for caption in ordered]
+    """Trains PV (or reuses ``pretrained``) on ``captions`` (a table of :class:`Caption`'s
+    columns, in any order) and writes the corpus; in a sampled run, all but the vectors,
+    which :func:`assemble` writes once the others' are inferred. A run whose claim was
+    taken over while it trained writes nothing (``fence``)."""
+    caption_ids = captions.column("caption_id").to_pylist()
+    order = caption_id_order(caption_ids, captions.column("image_id"))
+    captions = captions.take(pa.array(order))
+    caption_ids = [caption_ids[row] for row in order]
+    del order
+    check_pool_size(
+        captions.column("split").to_pylist(),
+        captions.column("image_id").to_pylist(),
+        neighbours,
+        decoy_pool,
+    )
+    Metrics.counter("corpus", "captions").inc(len(caption_ids))
+    documents = Words(captions.column("text").to_pylist())
     with timed("pv", "train"):
         model, trained = pv_model(documents, caption_ids, pv=pv, pretrained=pretrained)
     fence()
     with timed("corpus", "encode_and_write"):
-        columns = {name: [getattr(c, name) for c in ordered] for name in CAPTION_COLUMNS}
         if trained is None:
+            columns = {name: captions.column(name).to_pylist() for name in CAPTION_COLUMNS}
             corpus = make_corpus(columns, unit_vectors(model), encode_ngrams(documents))
             ref = write_corpus(corpus, model, output, fence)
             return TrainedCorpus(ref, model_path(output), 0)
         directory = FileSystems.join(output, "corpus")
-        write_tables(columns, encode_ngrams(documents), directory)
+        write_tables(captions, encode_ngrams(documents), directory)
         write_npy(FileSystems.join(directory, inference.TRAINED_ROWS), trained)
         fence()
         save_model(model, model_path(output))
-        split_of = split_codes(columns["split"])
         Metrics.counter("pv", "trained").inc(len(trained))
-        inferred = len(ordered) - len(trained)
-        return TrainedCorpus(corpus_ref(directory, split_of), model_path(output), inferred)
+        inferred = len(caption_ids) - len(trained)
+        ref = corpus_ref(directory, split_codes(captions.column("split")))
+        return TrainedCorpus(ref, model_path(output), inferred)
 
 
 def assemble(
