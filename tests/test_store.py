@@ -1,0 +1,30 @@
+"""The corpus's row order and dense ids, which every later stage indexes by."""
+
+import numpy as np
+import pytest
+
+from transforms.corpus.store import caption_id_order, dense_ids
+from transforms.errors import InputError
+
+LETTERS = [*"ab zé中😀\u00a0", "", "ab", "a b", "Ab"]
+
+
+def test_dense_ids_number_the_distinct_values_as_numpy_sorts_them():
+    rng = np.random.default_rng(0)
+    values = ["".join(rng.choice(LETTERS, size=rng.integers(0, 4))) for _ in range(3000)]
+    _, expected = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
+    assert dense_ids(values).tolist() == expected.tolist()
+
+
+def test_caption_id_order_does_not_depend_on_the_order_captions_arrive_in():
+    ids = ["10", "7", "07", "b", "a", "007", "100"]
+    expected = ["007", "07", "7", "10", "100", "a", "b"]
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        arrived = list(rng.permutation(ids))
+        assert [arrived[row] for row in caption_id_order(arrived, arrived)] == expected
+
+
+def test_a_caption_id_twice_is_refused_naming_both_images():
+    with pytest.raises(InputError, match=r"caption id 7 occurs twice \(images 1 and 2\)"):
+        caption_id_order(["7", "3", "7"], ["1", "0", "2"])
