@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from transforms.corpus.store import caption_id_order, dense_ids
+from transforms.corpus import store
+from transforms.corpus.store import caption_id_order, dense_ids, own_closeness
 from transforms.errors import InputError
 
 LETTERS = [*"ab zé中😀\u00a0", "", "ab", "a b", "Ab"]
@@ -28,3 +29,20 @@ def test_caption_id_order_does_not_depend_on_the_order_captions_arrive_in():
 def test_a_caption_id_twice_is_refused_naming_both_images():
     with pytest.raises(InputError, match=r"caption id 7 occurs twice \(images 1 and 2\)"):
         caption_id_order(["7", "3", "7"], ["1", "0", "2"])
+
+
+def test_own_closeness_by_chunks_is_its_definition_and_nan_for_a_lone_caption(monkeypatch):
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(1000, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    image_of = rng.integers(0, 300, size=1000)
+    whole = own_closeness(vectors, image_of)
+    monkeypatch.setattr(store, "CLOSENESS_CHUNK", 97)
+    np.testing.assert_array_equal(own_closeness(vectors, image_of), whole)
+    sums = np.zeros((300, 16))
+    np.add.at(sums, image_of, vectors)
+    counts = np.bincount(image_of, minlength=300)[image_of]
+    lone = counts == 1
+    shared = np.einsum("rd,rd->r", sums[image_of], vectors)[~lone] - 1
+    np.testing.assert_allclose(whole[~lone], shared / (counts[~lone] - 1), rtol=1e-5, atol=1e-6)
+    assert lone.sum() > 10 and np.isnan(whole[lone]).all()  # never +-inf: the rule skips NaN
