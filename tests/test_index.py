@@ -30,7 +30,7 @@ def test_large_pools_use_ivf_with_high_recall_and_survive_the_file(tmp_path):
     config = IndexConfig(exact_limit=1000, nlist=0, nprobe=16, scan=1, neighbours=50, seed=0)
     write_index(build_index(vectors, config), str(tmp_path / "pool.faiss"))
     index = read_index(str(tmp_path / "pool.faiss"), config)
-    assert isinstance(index, faiss.IndexIVFFlat)
+    assert isinstance(index, faiss.IndexIVFScalarQuantizer)
     assert index.nlist == int(4 * np.sqrt(len(vectors))) and index.nprobe == 16
     queries = vectors[:200]
     _, found = index.search(queries, 50)
