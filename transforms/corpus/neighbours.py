@@ -31,6 +31,7 @@ from transforms.corpus.store import (
     read_npy,
     split_codes,
 )
+from transforms.memory import release_freed_memory
 from transforms.progress import Progress, timed
 
 
@@ -87,6 +88,8 @@ def build_indexes(ref: CorpusRef, *, decoy_pool: str, config: faiss_index.IndexC
             len(rows),
             elapsed.seconds,
         )
+        del index  # its lists live in the heap: this worker may load it again to search
+        release_freed_memory()
     return ref
 
 

@@ -61,6 +61,7 @@ from transforms.corpus.split import SPLITS
 from transforms.corpus.surface import NgramTable, encode_ngrams
 from transforms.errors import InputError
 from transforms.files import delete_folder, unfenced, write_file
+from transforms.memory import release_freed_memory
 from transforms.progress import timed
 
 CAPTION_COLUMNS = Caption._fields
@@ -195,7 +196,7 @@ def own_closeness(embeddings: np.ndarray, image_of: np.ndarray) -> np.ndarray:
     return closeness.astype(np.float32)
 
 
-def dense_ids(values: Sequence[str]) -> np.ndarray:
+def dense_ids(values: Sequence[str] | pa.ChunkedArray) -> np.ndarray:
     """Each value's index among the distinct values in sorted order, as
     ``np.unique(values, return_inverse=True)[1]``, but without numpy's fixed-width copy of
     every string: 3.3M captions of up to 600 characters would take 7.9 GB.
@@ -203,7 +204,7 @@ def dense_ids(values: Sequence[str]) -> np.ndarray:
     >>> dense_ids(["b", "a", "b", "é", ""]).tolist()
     [2, 1, 2, 3, 0]
     """
-    column = pa.array(values, type=pa.string())
+    column = values if isinstance(values, pa.ChunkedArray) else pa.array(values, pa.string())
     distinct = pc.unique(column)
     distinct = distinct.take(pc.array_sort_indices(distinct))
     return pc.index_in(column, value_set=distinct).to_numpy().astype(np.int64)
@@ -415,6 +416,8 @@ def train_on_parts(parts: list[str], *, output: str, **train: Any) -> TrainedCor
             tables.append(pq.read_table(handle))
     trained = train_and_store(pa.concat_tables(tables), output=output, **train)
     delete_folder(FileSystems.join(output, "corpus", PARTS_DIRECTORY))
+    del tables
+    release_freed_memory()
     return trained
 
 
@@ -620,10 +623,11 @@ def assemble(
             )
         for start, shard in sorted(done.items()):
             vectors[rest[start : shard.end]] = read_npy(shard.path)
-        table = read_caption_table(directory, ["image_id"])
-        _, image_of = np.unique(table.column("image_id").to_numpy(), return_inverse=True)
+        image_of = dense_ids(read_caption_table(directory, ["image_id"]).column("image_id"))
         write_vectors(directory, vectors, own_closeness(vectors, image_of))
         delete_folder(FileSystems.join(directory, inference.INFERRED_DIRECTORY))
+        del vectors, model
+        release_freed_memory()
     logging.info(
         "assembled the PV vectors of %d captions: %d trained, %d inferred",
         trained.ref.size,
