@@ -53,9 +53,7 @@ def twice_the_images(tmp_path_factory) -> str:
     return written_corpus(tmp_path_factory, seed=1, num_images=2000)
 
 
-def test_no_element_grows_with_the_corpus(
-    training_corpus, twice_the_images, tmp_path, monkeypatch
-):
+def test_no_element_grows_with_the_corpus(training_corpus, twice_the_images, tmp_path, monkeypatch):
     monkeypatch.setattr(store, "PART_SIZE", 1000)
     monkeypatch.setattr(write, "SHARD_CAPTIONS", 1000)
     small = element_sizes(training_corpus, str(tmp_path / "small"))
