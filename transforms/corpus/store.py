@@ -579,13 +579,18 @@ def train_and_store(
         decoy_pool,
     )
     Metrics.counter("corpus", "captions").inc(len(caption_ids))
-    documents = Words(captions.column("text").to_pylist())
+    texts = captions.column("text").to_pylist()
+    documents = Words(texts)
     with timed("pv", "train"):
         model, trained = pv_model(documents, caption_ids, pv=pv, pretrained=pretrained)
     fence()
     with timed("corpus", "encode_and_write"):
         if trained is None:
-            columns = {name: captions.column(name).to_pylist() for name in CAPTION_COLUMNS}
+            held = {"caption_id": caption_ids, "text": texts}  # not converted a second time
+            columns = {
+                name: held[name] if name in held else captions.column(name).to_pylist()
+                for name in CAPTION_COLUMNS
+            }
             corpus = make_corpus(columns, unit_vectors(model), encode_ngrams(documents))
             ref = write_corpus(corpus, model, output, fence)
             return TrainedCorpus(ref, model_path(output), 0)
