@@ -10,7 +10,13 @@ from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
 from tests.conftest import COCO_VAL2017
 from transforms.corpus.normalize import normalize_caption
-from transforms.corpus.surface import encode_ngrams, sim_surf_batch
+from transforms.corpus.surface import (
+    encode_ngrams,
+    load_reference,
+    loaded_surface_close,
+    sim_surf_batch,
+    unload_reference,
+)
 
 
 def nltk_reference(candidate, target):
@@ -99,3 +105,29 @@ def test_equals_nltk_on_many_real_coco_pairs():
     )
     np.testing.assert_allclose(out, reference, rtol=0, atol=1e-9)
     assert (reference > 0).sum() > 1000  # the comparison covers real overlaps, not just zeros
+
+
+def test_the_bounded_check_decides_as_the_value_does_even_at_the_limit():
+    """The validity rules' test stops early on a bound; it must agree with ``simSURF >=
+    limit`` everywhere, including limits equal to a pair's own value."""
+    captions = _real_captions()
+    table = encode_ngrams(captions)
+    rng = np.random.default_rng(3)
+    targets = rng.integers(0, len(captions), size=200)
+    near = np.clip(targets[:, None] + np.arange(-4, 5)[None, :], 0, len(captions) - 1)
+    candidates = np.concatenate([near, rng.integers(0, len(captions), (200, 6))], axis=1)
+    values = kernel(captions, targets, candidates)
+    scratch = table.scratch()
+    exact_limits = rng.choice(values[values > 0], 5, replace=False).tolist()
+    for limit in [0.05, 0.3, 0.5, 0.8, 1.0, *exact_limits]:
+        decided = np.zeros(candidates.shape, bool)
+        for b, target in enumerate(targets):
+            load_reference(table.ids, table.offsets, target, scratch)
+            for j, candidate in enumerate(candidates[b]):
+                decided[b, j] = loaded_surface_close(
+                    table.ids, table.ranks, table.offsets, candidate,
+                    table.lengths[candidate], scratch, limit,
+                )  # fmt: skip
+            unload_reference(table.ids, table.offsets, target, scratch)
+        np.testing.assert_array_equal(decided, values >= limit)
+    assert (values >= 0.5).sum() > 100 and (values >= 1.0).sum() > 0

@@ -153,6 +153,27 @@ def loaded_sim_surf(ids, ranks, offsets, lengths, candidate, scratch):
 
 
 @numba.njit(nogil=True, cache=True)
+def _matched(ids, ranks, offsets, reference, n, scratch):
+    """Clipped order-``n + 1`` matches of ``reference``'s n-grams against those loaded."""
+    matched = 0
+    for k in range(offsets[reference, n], offsets[reference, n + 1]):
+        if ranks[k] <= scratch[ids[k]]:
+            matched += 1
+    return matched
+
+
+@numba.njit(nogil=True, cache=True)
+def _geometric_mean(m1, m2, m3, m4, hypothesis_length):
+    """The precisions' geometric mean, summed in order 1..4 (the bits every caller shares)."""
+    log_sum = 0.0
+    log_sum += np.log(m1 / hypothesis_length)
+    log_sum += np.log(m2 / (hypothesis_length - 1))
+    log_sum += np.log(m3 / (hypothesis_length - 2))
+    log_sum += np.log(m4 / (hypothesis_length - 3))
+    return np.exp(log_sum / MAX_ORDER)
+
+
+@numba.njit(nogil=True, cache=True)
 def loaded_sim_surf_against(ids, ranks, offsets, lengths, reference, hypothesis_length, scratch):
     """simSURF with the n-grams of ``reference`` counted against those loaded into ``scratch``,
     over ``hypothesis_length``: the loaded caption as the hypothesis when that is its length.
@@ -161,16 +182,43 @@ def loaded_sim_surf_against(ids, ranks, offsets, lengths, reference, hypothesis_
     loaded hypothesis meets many references; scanning the hypothesis itself over a loaded
     reference (:func:`loaded_sim_surf`) gives the same bits.
     """
-    log_sum = 0.0
-    for n in range(MAX_ORDER):
-        matched = 0
-        for k in range(offsets[reference, n], offsets[reference, n + 1]):
-            if ranks[k] <= scratch[ids[k]]:
-                matched += 1
-        if matched == 0:
-            return 0.0
-        log_sum += np.log(matched / (hypothesis_length - n))
-    return np.exp(log_sum / MAX_ORDER)
+    m1 = _matched(ids, ranks, offsets, reference, 0, scratch)
+    m2 = _matched(ids, ranks, offsets, reference, 1, scratch) if m1 else 0
+    m3 = _matched(ids, ranks, offsets, reference, 2, scratch) if m2 else 0
+    m4 = _matched(ids, ranks, offsets, reference, 3, scratch) if m3 else 0
+    if m4 == 0:
+        return 0.0
+    return _geometric_mean(m1, m2, m3, m4, hypothesis_length)
+
+
+@numba.njit(nogil=True, cache=True)
+def loaded_surface_close(ids, ranks, offsets, reference, hypothesis_length, scratch, limit):
+    """Whether :func:`loaded_sim_surf_against` is at least ``limit``, the same answer at a
+    fraction of the cost: the validity rules need only that.
+
+    Orders are counted from the longest, whose matches are the rarest. Each precision is at
+    most 1 (clipped matches never exceed the hypothesis's n-grams), so the product of those
+    counted bounds simSURF ** 4, and most pairs stop at their 4-grams: none shared, or too
+    few. A pair the bound does not settle gets its exact value, summed as every caller sums
+    it, so no decision near ``limit`` can differ.
+    """
+    bound = MAX_ORDER * np.log(limit) - 1e-9  # below it by more than rounding: settled
+    m4 = _matched(ids, ranks, offsets, reference, 3, scratch)
+    if m4 == 0:
+        return False
+    log_sum = np.log(m4 / (hypothesis_length - 3))
+    if log_sum < bound:
+        return False
+    m3 = _matched(ids, ranks, offsets, reference, 2, scratch)
+    log_sum += np.log(m3 / (hypothesis_length - 2)) if m3 else -np.inf
+    if log_sum < bound:
+        return False
+    m2 = _matched(ids, ranks, offsets, reference, 1, scratch)
+    log_sum += np.log(m2 / (hypothesis_length - 1)) if m2 else -np.inf
+    if log_sum < bound:
+        return False
+    m1 = _matched(ids, ranks, offsets, reference, 0, scratch)
+    return m1 > 0 and _geometric_mean(m1, m2, m3, m4, hypothesis_length) >= limit
 
 
 @numba.njit(nogil=True, cache=True)

@@ -29,8 +29,7 @@ from apache_beam.metrics import Metrics
 from transforms.corpus.store import Corpus
 from transforms.corpus.surface import (
     load_reference,
-    loaded_sim_surf,
-    loaded_sim_surf_against,
+    loaded_surface_close,
     unload_reference,
 )
 
@@ -68,9 +67,9 @@ def _violation(
     for k in range(start, end):
         caption = image_rows[k]
         load_reference(ids, offsets, caption, scratch)
-        surface = loaded_sim_surf(ids, ranks, offsets, lengths, decoy, scratch)
+        close = loaded_surface_close(ids, ranks, offsets, decoy, lengths[decoy], scratch, limit)
         unload_reference(ids, offsets, caption, scratch)
-        if surface >= limit:
+        if close:
             return SURFACE
     if own_caption_rule and sim_pv >= own_closeness[target]:  # NaN (a lone caption): passes
         return CLOSER
@@ -160,8 +159,8 @@ def _pairs_kernel(
 ):  # fmt: skip
     """_violation both ways round for every pair, with each n-gram table loaded once per block
     of candidates: the target's image captions (candidates as decoys), then the target itself
-    (as a decoy of each candidate's image, :func:`loaded_sim_surf_against`). With ``need``,
-    a row stops at the block in which it has that many allowed."""
+    (as a decoy of each candidate's image: :func:`loaded_surface_close` over the target's
+    length). With ``need``, a row stops at the block in which it has that many allowed."""
     width = candidates.shape[1]
     forward = np.empty(width, np.int64)  # the candidate as a decoy of the target
     for b in range(targets.shape[0]):
@@ -182,9 +181,9 @@ def _pairs_kernel(
             for k in range(start, end):
                 load_reference(ids, offsets, image_rows[k], scratch)
                 for j in range(first, last):
-                    if forward[j] == VALID and (
-                        loaded_sim_surf(ids, ranks, offsets, lengths, candidates[b, j], scratch)
-                        >= limit
+                    decoy = candidates[b, j]
+                    if forward[j] == VALID and loaded_surface_close(
+                        ids, ranks, offsets, decoy, lengths[decoy], scratch, limit
                     ):
                         forward[j] = SURFACE
                 unload_reference(ids, offsets, image_rows[k], scratch)
@@ -199,17 +198,8 @@ def _pairs_kernel(
                         if reason == VALID and text_id[image_rows[k]] == text_id[target]:
                             reason = COPIES
                     for k in range(image_offsets[other], image_offsets[other + 1]):
-                        if reason == VALID and (
-                            loaded_sim_surf_against(
-                                ids,
-                                ranks,
-                                offsets,
-                                lengths,
-                                image_rows[k],
-                                lengths[target],
-                                scratch,
-                            )
-                            >= limit
+                        if reason == VALID and loaded_surface_close(
+                            ids, ranks, offsets, image_rows[k], lengths[target], scratch, limit
                         ):
                             reason = SURFACE
                     if (
@@ -276,7 +266,9 @@ def _mutual_kernel(
                 if not invalid[d, t] and (
                     image_of[rows[d]] == image
                     or text_id[rows[d]] == text_id[caption]
-                    or loaded_sim_surf(ids, ranks, offsets, lengths, rows[d], scratch) >= limit
+                    or loaded_surface_close(
+                        ids, ranks, offsets, rows[d], lengths[rows[d]], scratch, limit
+                    )
                 ):
                     invalid[d, t] = True
             unload_reference(ids, offsets, caption, scratch)
