@@ -127,7 +127,7 @@ def test_leftover_graphs_travel_as_bits_and_give_back_the_same_weights(closed_se
     for b, row in enumerate(nodes):
         row = row[row >= 0]
         cosines = cosines_among(pool, row)
-        mutual = mutual_allowed(corpus, row, cosines, config.rules, scratch)
+        mutual = mutual_allowed(corpus, row[None], config.rules, scratch, cosines[None])[0]
         expected = np.where(mutual, cosines, np.nan).astype(np.float32)
         np.testing.assert_array_equal(weights[b, : len(row), : len(row)], expected)
         assert np.isnan(weights[b, len(row) :]).all() and np.isnan(weights[b, :, len(row) :]).all()

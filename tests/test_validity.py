@@ -108,19 +108,27 @@ def test_pairs_are_allowed_only_when_valid_both_ways_round():
     assert not allowed[3, 4]  # near-copies of each other
 
 
-def test_mutual_allowed_is_pairs_allowed_on_every_pair_with_either_rule_set():
+def test_mutual_allowed_is_pairs_allowed_on_every_pair_of_every_row_with_either_rule_set():
+    """Rows share captions, and answers kept from one row for the next change none."""
     data = corpus()
-    rows = np.array([8, 0, 3, 5, 2, 4, 6, 1, 7])  # any order
-    rng = np.random.default_rng(0)
-    sim_pv = rng.uniform(-1, 1, size=(9, 9))
-    sim_pv = (sim_pv + sim_pv.T) / 2
+    rows = [np.array([8, 0, 3, 5, 2, 4, 6, 1, 7]), np.array([3, 5, 0]), np.array([7, 1, 2, 8, 4])]
+    nodes = np.full((len(rows), 9), -1)
+    for b, row in enumerate(rows):
+        nodes[b, : len(row)] = row
+    sim_pv = np.random.default_rng(0).uniform(-1, 1, size=(len(rows), 9, 9)).astype(np.float32)
+    sim_pv = (sim_pv + sim_pv.transpose(0, 2, 1)) / 2
     for rules in (RULES_ON, ValidityRules(limit=0.5, own_caption_rule=True)):
-        pairwise, _ = pairs_allowed(
-            data, rows, np.tile(rows, (9, 1)), sim_pv, rules, data.ngrams.scratch()
-        )
-        mutual = mutual_allowed(data, rows, sim_pv, rules, data.ngrams.scratch())
-        np.testing.assert_array_equal(mutual, pairwise)
-    assert mutual.any() and not mutual.all()
+        mutual = mutual_allowed(data, nodes, rules, data.ngrams.scratch(), sim_pv)
+        for b, row in enumerate(rows):
+            n = len(row)
+            pairwise, _ = pairs_allowed(
+                data, row, np.tile(row, (n, 1)), sim_pv[b, :n, :n], rules, data.ngrams.scratch()
+            )
+            np.testing.assert_array_equal(mutual[b, :n, :n], pairwise)
+            assert not mutual[b, n:].any() and not mutual[b, :, n:].any()
+        assert mutual[0].any() and not mutual[0].all()
+    with pytest.raises(ValueError, match="own-caption rule needs the cosines"):
+        mutual_allowed(data, nodes, rules, data.ngrams.scratch())
 
 
 def test_pairs_allowed_applies_each_rule_both_ways_round_as_choose_valid_does():

@@ -445,12 +445,8 @@ def leftover_graphs(
     keep = np.take_along_axis(edges.allowed, order, axis=1)
     candidates = np.where(keep, np.take_along_axis(edges.candidates, order, axis=1), -1)
     nodes = np.concatenate([edges.targets[:, None], candidates], axis=1)
-    allowed = np.zeros((*nodes.shape, nodes.shape[1]), dtype=bool)
-    for b, row in enumerate(nodes):
-        row = row[row >= 0]
-        allowed[b, : len(row), : len(row)] = mutual_allowed(
-            corpus, row, cosines_among(pool, row), rules, scratch
-        )
+    sim_pv = graph_cosines(pool, nodes) if rules.own_caption_rule else None
+    allowed = mutual_allowed(corpus, nodes, rules, scratch, sim_pv)
     return LeftoverGraphs(edges.targets, candidates, np.packbits(allowed, axis=-1))
 
 
@@ -460,17 +456,22 @@ def cosines_among(pool: Pool, rows: np.ndarray) -> np.ndarray:
     return (vectors @ vectors.T).astype(np.float64)
 
 
+def graph_cosines(pool: Pool, nodes: np.ndarray) -> np.ndarray:
+    """float32 (B, n, n): the cosines among each row's captions (``nodes``, -1 padded at the
+    end), 0 beyond them."""
+    cosines = np.zeros((*nodes.shape, nodes.shape[1]), dtype=np.float32)
+    for b, row in enumerate(nodes):
+        row = row[row >= 0]
+        cosines[b, : len(row), : len(row)] = cosines_among(pool, row)
+    return cosines
+
+
 def graph_weights(pool: Pool, graphs: LeftoverGraphs) -> np.ndarray:
     """float32 (B, K + 1, K + 1): the cosines among each leftover and its candidates, NaN
     where a pair may not share a set (``grouping.border_sets``' weights)."""
     nodes = graphs.nodes
     allowed = np.unpackbits(graphs.allowed, axis=-1, count=nodes.shape[1]).astype(bool)
-    weights = np.full(allowed.shape, np.nan, dtype=np.float32)
-    for b, row in enumerate(nodes):
-        row = row[row >= 0]
-        here = allowed[b, : len(row), : len(row)]
-        weights[b, : len(row), : len(row)] = np.where(here, cosines_among(pool, row), np.nan)
-    return weights
+    return np.where(allowed, graph_cosines(pool, nodes), np.float32(np.nan))
 
 
 def searched_deeper(
