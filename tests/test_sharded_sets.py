@@ -76,6 +76,8 @@ def test_no_part_exceeds_the_shard_size_and_the_border_pass_holds_leftovers_only
     for split in SPLITS:  # halvings to at most 80% of the shard size: 5 for train, 2 for dev
         assert metrics[f"closed_sets/parts_{split}"] == 2 ** depth_for(sizes[split], SHARD_SIZE)
     assert metrics["closed_sets/parts_train"] >= 16 and metrics["closed_sets/parts_dev"] >= 2
+    # every part grouped once, and counted by the stage's progress lines
+    assert metrics["closed_sets/parts"] == sum(metrics[f"closed_sets/parts_{s}"] for s in SPLITS)
     assert metrics.get("closed_sets/captions_in_parts_over_shard_size", 0) == 0
     captions = metrics["corpus/captions"]
     assert 0 < metrics["closed_sets/border_leftovers"] < captions / 2

@@ -70,7 +70,7 @@ from transforms.corpus.neighbours import (
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import Corpus, CorpusRef
 from transforms.corpus.surface import sim_surf_batch
-from transforms.progress import timed
+from transforms.progress import Progress, timed
 from transforms.seeds import keyed_int
 from transforms.strategies.base import (
     NEIGHBOURS_MAY_FIT,
@@ -382,10 +382,15 @@ class _FormSets(beam.DoFn):
         self._sets = Metrics.counter("closed_sets", "sets")
         # what a worker holds at once, for tests and the benchmark: no part may exceed the size
         self._oversized = Metrics.counter("closed_sets", "captions_in_parts_over_shard_size")
-        self._scratch = None
+        self._scratch = self._progress = None
 
-    def process(self, keyed: tuple[tuple[str, int, str], Iterable[Edges]]):
+    def process(
+        self, keyed: tuple[tuple[str, int, str], Iterable[Edges]], trees: dict[str, PartTree]
+    ):
         (split, part, directory), batches = keyed
+        if self._progress is None:  # a part takes seconds to minutes: say how many are done
+            total = sum(tree.parts for tree in trees.values())
+            self._progress = Progress("closed_sets", "parts", total, interval=0.0)
         searchable = self._corpus.acquire(directory)
         corpus, pool = searchable.corpus, searchable.pools[split]
         if self._scratch is None:
@@ -413,6 +418,7 @@ class _FormSets(beam.DoFn):
                 )  # fmt: skip
             sets = np.concatenate([sets, np.searchsorted(rows, extra)])
         self._sets.inc(len(sets))
+        self._progress.advance(1)
         yield from set_selections(
             corpus, pool, rows[sets], memberships(sets, len(rows)), self._lam, self._rules.limit
         )
@@ -928,7 +934,8 @@ class ClosedSets(DecoyStrategy):
                     config.seed,
                     own.set_shard_size,
                     own.set_memberships,
-                )
+                ),
+                trees=beam.pvalue.AsSingleton(trees),
             ).with_outputs(LEFTOVERS, CAPACITY, main="selections")
         )
         leftovers = (
