@@ -11,6 +11,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from schemas.records import SKIPPED, Caption, RawCaption, Skip, caption_order
+from transforms.memory import packed, unpacked
 
 MAX_TOKENS = 30
 TRUNCATED = "normalize/truncated"  # the counter of captions cut to MAX_TOKENS tokens
@@ -47,7 +48,8 @@ class NormalizeCaptions(beam.PTransform):
         )
         deduplicated = (
             normalized.captions
-            | "ByImage" >> beam.GroupBy(lambda caption: caption.image_id)
+            | "ByImage" >> beam.Map(lambda caption: (caption.image_id, packed(caption)))
+            | "Group" >> beam.GroupByKey()  # packed: what the runner holds (memory.py)
             | "Deduplicate"
             >> beam.ParDo(_DeduplicateImage()).with_outputs(SKIPPED, main="captions")
         )
@@ -83,9 +85,10 @@ class _DeduplicateImage(beam.DoFn):
     def __init__(self):
         self._duplicates = Metrics.counter("normalize", "duplicate_caption")
 
-    def process(self, image: tuple[str, Iterable[Caption]]):
+    def process(self, image: tuple[str, Iterable[bytes]]):
         image_id, captions = image
         seen: set[str] = set()
+        captions = map(unpacked, captions)
         for caption in sorted(captions, key=lambda c: caption_order(c.caption_id)):
             if caption.text in seen:
                 self._duplicates.inc()

@@ -22,7 +22,6 @@ import hashlib
 import io
 import math
 import operator
-import pickle
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -38,6 +37,7 @@ from schemas.tf_example import tfrecord_frame, to_tf_example
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
 from transforms.files import unfenced, write_file
+from transforms.memory import packed, unpacked
 
 SHARD_CAPTIONS = 20_000  # default shard size: one file per this many captions of the split
 
@@ -59,14 +59,6 @@ def shard_of(key: str, num_shards: int) -> int:
     """A stable hash: Python's ``hash`` of a str differs between processes."""
     digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "big") % num_shards
-
-
-def packed(record: Any) -> bytes:
-    """A record as it crosses the shuffle to its shard. Beam's local runners decode a
-    shuffle's values into Python objects while they group them, and an instance dict held
-    so takes 3.6 KB against 1.0 KB as bytes (5,000 instances of the 124k-image run): at
-    3.3M captions, about 5M instances, the difference is some 13 GB in one process."""
-    return pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def shard_path(output: str, form: Format, name: str, shard: int, num_shards: int) -> str:
@@ -117,7 +109,7 @@ def write_shard(
     fence: Callable[[], None],
 ) -> list[str]:
     shard, grouped = shard_and_records
-    records = sorted(map(pickle.loads, grouped["records"]), key=key)
+    records = sorted(map(unpacked, grouped["records"]), key=key)
     fence()  # a run whose claim was taken over writes no shard
     paths = []
     for form in formats:
@@ -168,7 +160,7 @@ class WriteShards(beam.PTransform):
 
     def expand(self, records):
         count = self._corpus | "ShardCount" >> beam.Map(self._num_shards)
-        keyed = records | "Shard" >> beam.Map(
+        keyed = records | "Shard" >> beam.Map(  # packed: what the runner holds (memory.py)
             lambda record, n, key: (shard_of(key(record), n), packed(record)),
             n=beam.pvalue.AsSingleton(count),
             key=self._key,
