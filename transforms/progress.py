@@ -30,11 +30,11 @@ class Progress:
             self._last = now
             rate = self._done / max(now - self._started, 1e-9)
             logging.info(
-                "%s %d of %d done by this worker (%.0f/s)",
+                "%s %d of %d done by this worker (%s/s)",
                 self._label,
                 self._done,
                 self._total,
-                rate,
+                f"{rate:.0f}" if rate >= 10 else f"{rate:.2f}",  # parts: a few a minute
             )
 
 
