@@ -19,7 +19,8 @@ from pipelines.options import GenerateOptions
 from pipelines.versions import read_manifest
 from tests.conftest import TRAINING, generated
 from tests.dataset_checks import check_dataset, read_parquet
-from transforms.strategies.closed_sets import BORDER_ROUNDS
+from transforms.strategies import closed_sets
+from transforms.strategies.closed_sets import BORDER_ROUNDS, EDGES_DIRECTORY
 from transforms.strategies.parts import depth_for
 
 SPLITS = ("train", "dev", "test")
@@ -71,8 +72,7 @@ def test_no_part_exceeds_the_shard_size_and_the_border_pass_holds_leftovers_only
 ):
     directory = sharded_dataset[0]
     metrics = read_manifest(directory)["metrics"]
-    corpus = pq.read_table(os.path.join(directory, "corpus", "captions.parquet"))
-    sizes = Counter(corpus.column("split").to_pylist())
+    sizes = split_sizes(directory)
     for split in SPLITS:  # halvings to at most 80% of the shard size: 5 for train, 2 for dev
         assert metrics[f"closed_sets/parts_{split}"] == 2 ** depth_for(sizes[split], SHARD_SIZE)
     assert metrics["closed_sets/parts_train"] >= 16 and metrics["closed_sets/parts_dev"] >= 2
@@ -153,3 +153,25 @@ def test_one_worker_two_workers_and_the_portable_runner_write_the_same_bytes(
         options = sharded(training_corpus, str(tmp_path_factory.mktemp(label)))
         directory, _ = generated(options, beam_args)
         assert dataset_bytes(directory) == expected, label
+
+
+def test_edges_cut_into_many_files_give_the_same_bytes_and_none_is_left(
+    sharded_dataset, training_corpus, tmp_path, monkeypatch
+):
+    """A worker writes the edges it holds to files every EDGE_FILE_TARGETS targets, and
+    at the end of its bundle; however they are cut, the parts read the same edges."""
+    sizes = split_sizes(sharded_dataset[0]).values()
+    parts = sum(2 ** depth_for(size, SHARD_SIZE) for size in sizes)
+    monkeypatch.setattr(closed_sets, "EDGE_FILE_TARGETS", 50)  # the in-process runner
+    directory, _ = generated(sharded(training_corpus, str(tmp_path)))
+    files = read_manifest(directory)["metrics"]["closed_sets/edge_files"]
+    assert files > 4 * read_manifest(sharded_dataset[0])["metrics"]["closed_sets/edge_files"]
+    assert files > 2 * parts
+    assert dataset_bytes(directory) == dataset_bytes(sharded_dataset[0])
+    for version in (directory, sharded_dataset[0]):
+        assert not os.path.exists(os.path.join(version, "corpus", EDGES_DIRECTORY))
+
+
+def split_sizes(directory: str) -> Counter:
+    corpus = pq.read_table(os.path.join(directory, "corpus", "captions.parquet"))
+    return Counter(corpus.column("split").to_pylist())
