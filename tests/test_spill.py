@@ -1,0 +1,35 @@
+"""Values grouped through files (transforms/spill.py): the pieces of a key read back as
+its values, however the files are cut, and the folder goes once they are read."""
+
+import os
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from transforms import spill
+from transforms.spill import RemoveAfter, SpillToFiles, read_spilled
+
+ROWS = [("a", 1), ("b", {"x": [1, 2]}), ("a", 3), ("c", "text"), ("a", 5), ("b", None)]
+
+
+@pytest.mark.parametrize("file_bytes", [1, 1 << 20])  # a file per value, or one per bundle
+def test_values_come_back_by_key_and_the_folder_goes(tmp_path, monkeypatch, file_bytes):
+    monkeypatch.setattr(spill, "FILE_BYTES", file_bytes)
+    folder = str(tmp_path / "spilled")
+    with TestPipeline() as pipeline:
+        where = pipeline | "Folder" >> beam.Create([folder])
+        grouped = (
+            pipeline
+            | beam.Create(ROWS)
+            | SpillToFiles(folder=where, name="rows")
+            | beam.GroupByKey()
+            | beam.MapTuple(lambda key, pieces: (key, sorted(map(repr, read_spilled(pieces)))))
+        )
+        _ = grouped | RemoveAfter(where)
+        expected = {}
+        for key, value in ROWS:
+            expected.setdefault(key, []).append(repr(value))
+        assert_that(grouped, equal_to([(k, sorted(v)) for k, v in expected.items()]))
+    assert not os.path.exists(folder)

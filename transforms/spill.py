@@ -1,0 +1,121 @@
+"""Shuffles whose values go through files, so that only small pieces cross the runner.
+
+Beam's local runners (the DirectRunner's FnApiRunner, the embedded job service of the
+portable runner) keep every value of a shuffle in the runner's own process while they
+group it. At 3.3M captions that is gigabytes in one process: each caption's allowed edges
+(7.5 GB), the instances on their way to their output shards (4.5 GB). So a worker holds
+the values it would send, packed, and once it holds ``FILE_BYTES`` (and at the end of its
+bundle) writes them to one file of its own, each key's values in one run of bytes. What
+it sends on is a :class:`Piece` per key: where that key's bytes are. The step after the
+shuffle reads its key's pieces (:func:`read_spilled`), and the folder goes once every key
+is read (:class:`RemoveAfter`). A retried bundle's file is in no piece that is read, and
+goes with the folder.
+"""
+
+import io
+import pickle
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindows
+
+from transforms.files import delete_folder, unfenced, write_file
+from transforms.memory import packed
+
+# What a worker holds before it writes a file: 64 MB keeps a worker's share small and the
+# files few (a 3.3M-caption run's instances, about 5 GB, in about 80 files).
+FILE_BYTES = 64 << 20
+
+
+class Piece(NamedTuple):
+    """One key's values in one spilled file: ``size`` bytes from ``start``, pickles in a row."""
+
+    path: str
+    start: int
+    size: int
+
+
+class _Spill(beam.DoFn):
+    def __init__(self, name: str, fence: Callable[[], None]):
+        self._fence = fence
+        self._files = Metrics.counter("spilled", name)
+
+    def start_bundle(self):
+        self._held: dict[Any, list[bytes]] = {}
+        self._bytes, self._folder = 0, None
+
+    def process(self, keyed: tuple[Any, Any], folder: str):
+        key, value = keyed
+        data = packed(value)
+        self._held.setdefault(key, []).append(data)
+        self._bytes += len(data)
+        self._folder = folder
+        if self._bytes >= FILE_BYTES:
+            yield from self._written()
+
+    def finish_bundle(self):
+        for keyed in self._written():
+            yield GlobalWindows.windowed_value(keyed)
+
+    def _written(self) -> Iterator[tuple[Any, Piece]]:
+        if not self._held:
+            return
+        self._fence()  # a run whose claim was taken over writes nothing more
+        path = FileSystems.join(self._folder, f"{uuid.uuid4().hex}.pickles")
+        runs, pieces, start = [], [], 0
+        for key, values in self._held.items():
+            run = b"".join(values)
+            runs.append(run)
+            pieces.append((key, Piece(path, start, len(run))))
+            start += len(run)
+        write_file(path, b"".join(runs))
+        self._files.inc()
+        self._held, self._bytes = {}, 0
+        yield from pieces
+
+
+class SpillToFiles(beam.PTransform):
+    """(key, value) -> (key, Piece) of files under the side input ``folder``; the files are
+    counted as ``spilled/<name>``. Group the pieces by key and read them with
+    :func:`read_spilled`."""
+
+    def __init__(
+        self, *, folder: beam.PCollection, name: str, fence: Callable[[], None] = unfenced
+    ):
+        super().__init__()
+        self._folder, self._name, self._fence = folder, name, fence
+
+    def expand(self, keyed):
+        return keyed | "Spill" >> beam.ParDo(
+            _Spill(self._name, self._fence), folder=beam.pvalue.AsSingleton(self._folder)
+        )
+
+
+def read_spilled(pieces: Iterable[Piece]) -> Iterator[Any]:
+    """A key's values from its pieces, in no particular order: sort what needs an order."""
+    for piece in pieces:
+        with FileSystems.open(piece.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            f.seek(piece.start)
+            stream = io.BytesIO(f.read(piece.size))
+        while stream.tell() < piece.size:
+            yield pickle.load(stream)
+
+
+class RemoveAfter(beam.PTransform):
+    """Once every element of the input is made (the step that read the pieces), deletes
+    the side input ``folder``."""
+
+    def __init__(self, folder: beam.PCollection):
+        super().__init__()
+        self._folder = folder
+
+    def expand(self, done):
+        count = done | "Done" >> beam.combiners.Count.Globally()
+        return self._folder | "Remove" >> beam.Map(
+            lambda folder, _done: delete_folder(folder), beam.pvalue.AsSingleton(count)
+        )
