@@ -19,7 +19,7 @@ from pipelines.options import GenerateOptions
 from pipelines.versions import read_manifest
 from tests.conftest import TRAINING, generated
 from tests.dataset_checks import check_dataset, read_parquet
-from transforms.strategies import closed_sets
+from transforms import spill
 from transforms.strategies.closed_sets import BORDER_ROUNDS, EDGES_DIRECTORY
 from transforms.strategies.parts import depth_for
 
@@ -155,21 +155,20 @@ def test_one_worker_two_workers_and_the_portable_runner_write_the_same_bytes(
         assert dataset_bytes(directory) == expected, label
 
 
-def test_edges_cut_into_many_files_give_the_same_bytes_and_none_is_left(
+def test_edges_and_instances_cut_into_many_files_give_the_same_bytes_and_none_is_left(
     sharded_dataset, training_corpus, tmp_path, monkeypatch
 ):
-    """A worker writes the edges it holds to files every EDGE_FILE_TARGETS targets, and
-    at the end of its bundle; however they are cut, the parts read the same edges."""
-    sizes = split_sizes(sharded_dataset[0]).values()
-    parts = sum(2 ** depth_for(size, SHARD_SIZE) for size in sizes)
-    monkeypatch.setattr(closed_sets, "EDGE_FILE_TARGETS", 50)  # the in-process runner
+    """A worker writes what it would shuffle to a file every FILE_BYTES (spill.py), and at
+    the end of its bundle; however it is cut, the parts and shards read the same records."""
+    monkeypatch.setattr(spill, "FILE_BYTES", 20_000)  # the in-process runner
     directory, _ = generated(sharded(training_corpus, str(tmp_path)))
-    files = read_manifest(directory)["metrics"]["closed_sets/edge_files"]
-    assert files > 4 * read_manifest(sharded_dataset[0])["metrics"]["closed_sets/edge_files"]
-    assert files > 2 * parts
+    metrics, before = (read_manifest(d)["metrics"] for d in (directory, sharded_dataset[0]))
+    for name in ("edges", "train", "dev"):
+        assert metrics[f"spilled/{name}"] > 4 * before[f"spilled/{name}"], name
     assert dataset_bytes(directory) == dataset_bytes(sharded_dataset[0])
     for version in (directory, sharded_dataset[0]):
-        assert not os.path.exists(os.path.join(version, "corpus", EDGES_DIRECTORY))
+        assert not glob.glob(os.path.join(version, "corpus", f"{EDGES_DIRECTORY}*"))
+        assert not glob.glob(os.path.join(version, "corpus", "shards-*"))
 
 
 def split_sizes(directory: str) -> Counter:

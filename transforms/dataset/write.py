@@ -37,7 +37,7 @@ from schemas.tf_example import tfrecord_frame, to_tf_example
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
 from transforms.files import unfenced, write_file
-from transforms.memory import packed, unpacked
+from transforms.spill import RemoveAfter, SpillToFiles, read_spilled
 
 SHARD_CAPTIONS = 20_000  # default shard size: one file per this many captions of the split
 
@@ -109,7 +109,7 @@ def write_shard(
     fence: Callable[[], None],
 ) -> list[str]:
     shard, grouped = shard_and_records
-    records = sorted(map(unpacked, grouped["records"]), key=key)
+    records = sorted(read_spilled(grouped["records"]), key=key)
     fence()  # a run whose claim was taken over writes no shard
     paths = []
     for form in formats:
@@ -140,7 +140,8 @@ def records_written(counters: dict[str, int]) -> dict[str, int]:
 class WriteShards(beam.PTransform):
     """Records -> every shard file of every format (empty shards included); emits the paths.
 
-    Shards are ``<output>/<format directory>/<name>-SSSSS-of-NNNNN<suffix>``.
+    Shards are ``<output>/<format directory>/<name>-SSSSS-of-NNNNN<suffix>``. The records
+    reach their shard through files under ``<corpus>/shards-<name>`` (``spill.py``).
     """
 
     def __init__(
@@ -160,13 +161,21 @@ class WriteShards(beam.PTransform):
 
     def expand(self, records):
         count = self._corpus | "ShardCount" >> beam.Map(self._num_shards)
-        keyed = records | "Shard" >> beam.Map(  # packed: what the runner holds (memory.py)
-            lambda record, n, key: (shard_of(key(record), n), packed(record)),
-            n=beam.pvalue.AsSingleton(count),
-            key=self._key,
+        folder = self._corpus | "SpillFolder" >> beam.Map(
+            lambda ref, name: FileSystems.join(ref.directory, f"shards-{name}"), name=self._name
+        )
+        keyed = (
+            records
+            | "Shard"
+            >> beam.Map(
+                lambda record, n, key: (shard_of(key(record), n), record),
+                n=beam.pvalue.AsSingleton(count),
+                key=self._key,
+            )
+            | "ToFiles" >> SpillToFiles(folder=folder, name=self._name, fence=self._fence)
         )
         every_shard = count | "EveryShard" >> beam.FlatMap(lambda n: ((s, None) for s in range(n)))
-        return (
+        written = (
             {"records": keyed, "shard": every_shard}
             | "Group" >> beam.CoGroupByKey()
             | "Write"
@@ -180,6 +189,8 @@ class WriteShards(beam.PTransform):
                 fence=self._fence,
             )
         )
+        _ = written | "RemoveSpilled" >> RemoveAfter(folder)
+        return written
 
 
 def split_shards(split: str, requested: int) -> Callable[[CorpusRef], int]:

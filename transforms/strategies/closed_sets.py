@@ -17,7 +17,8 @@ Stages, none of which holds a whole split's neighbour graph:
 2. ``AllowedPairs``: which pairs may share a set, each caption's K nearest such, and the
    *part* of the split it lies in (``parts.py``: regions of PV space of at most
    ``--set_shard_size`` captions; parallel). The edges go to their part in files
-   (``EDGES_DIRECTORY``), and only the files' paths cross the shuffle.
+   (``EDGES_DIRECTORY``, ``transforms/spill.py``), and only where they are crosses the
+   shuffle.
 3. ``FormSets``: the grouping itself (``grouping.form_sets``: clique packing for
    closeness, repair and overlay sets for coverage) over each part's own kNN edges, one
    part per worker at a time, keyed by (split, part); then a *border set* for each caption
@@ -48,7 +49,6 @@ sits in at most m sets, and its further instances' example ids end in ``.2``, ``
 a caption a part holds joins at most one set across borders, under ``.m``.
 """
 
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -57,7 +57,6 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
-from apache_beam.transforms.window import GlobalWindows
 
 from schemas.options import Group, below, option
 from schemas.records import SKIPPED, Selection, Skip
@@ -74,10 +73,9 @@ from transforms.corpus.neighbours import (
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import Corpus, CorpusRef
 from transforms.corpus.surface import sim_surf_batch
-from transforms.files import delete_folder, read_file, write_file
-from transforms.memory import packed, unpacked
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_int
+from transforms.spill import Piece, RemoveAfter, SpillToFiles, read_spilled
 from transforms.strategies.base import (
     NEIGHBOURS_MAY_FIT,
     DecoyStrategy,
@@ -97,12 +95,10 @@ from transforms.strategies.validity import (
 )
 
 LEFTOVERS = "leftovers"  # FormSets' output of the captions its part left out
-# Each caption's allowed edges go to its part in files under the corpus directory, and only
-# the files' paths cross the shuffle: Beam's local runner held every edge of a 3.3M-caption
-# run in its own process (7.5 GB). A worker writes out what it holds every EDGE_FILE_TARGETS
-# targets (about 35 MB), one file per part.
+# Each caption's allowed edges reach its part through files under the corpus directory
+# (transforms/spill.py): Beam's local runner held every edge of a 3.3M-caption run in its
+# own process (7.5 GB).
 EDGES_DIRECTORY = "edges"
-EDGE_FILE_TARGETS = 80_000
 CAPACITY = "capacity"  # room for border sets that is not the default, keyed by part
 # Leftovers short of BORDER_CANDIDATES allowed candidates are searched this many times
 # deeper again.
@@ -247,14 +243,9 @@ class _AllowedPairs(beam.DoFn):
     def __init__(self, corpus: SharedCorpus, rules: ValidityRules, k: int):
         self._corpus, self._rules, self._k = corpus, rules, k
         self._scratch = self._rejections = None
-        self._files = Metrics.counter("closed_sets", "edge_files")
 
     def setup(self):
         self._rejections = RejectionCounters()
-
-    def start_bundle(self):
-        self._held: dict[tuple[str, int, str], list[Edges]] = {}
-        self._targets = 0
 
     def process(self, batch: Neighbourhood, trees: dict[str, PartTree]):
         searchable = self._corpus.acquire(batch.directory)
@@ -282,35 +273,7 @@ class _AllowedPairs(beam.DoFn):
             for p in np.unique(part):
                 here = np.flatnonzero(mine)[part == p]
                 edges = Edges(batch.targets[here], candidates[here], sim_pv[here], allowed[here])
-                self._held.setdefault((split, int(p), batch.directory), []).append(compact(edges))
-        self._targets += len(batch.targets)
-        if self._targets >= EDGE_FILE_TARGETS:
-            yield from self._written()
-
-    def finish_bundle(self):
-        for keyed in self._written():
-            yield GlobalWindows.windowed_value(keyed)
-
-    def _written(self):
-        """(key, path) of a file of the edges held for each part, under a name of its own: a
-        retried bundle's file is not among the paths, and goes with the folder."""
-        for (split, part, directory), batches in sorted(self._held.items()):
-            name = f"{split}-{part}-{uuid.uuid4().hex}.pickle"
-            path = FileSystems.join(directory, EDGES_DIRECTORY, name)
-            write_file(path, packed(batches))
-            self._files.inc()
-            yield (split, part, directory), path
-        self._held, self._targets = {}, 0
-
-
-def read_edges(paths: Iterable[str]) -> Edges:
-    """A part's edges from the files its captions' edges were written to."""
-    return merged(batch for path in paths for batch in unpacked(read_file(path)))
-
-
-def remove_edges(ref: CorpusRef, _grouped: int) -> None:
-    """Once every part is grouped (the side input that calls it), the edge files go."""
-    delete_folder(FileSystems.join(ref.directory, EDGES_DIRECTORY))
+                yield (split, int(p), batch.directory), compact(edges)
 
 
 def compact(edges: Edges) -> Edges:
@@ -428,9 +391,9 @@ class _FormSets(beam.DoFn):
         self._scratch = self._progress = None
 
     def process(
-        self, keyed: tuple[tuple[str, int, str], Iterable[str]], trees: dict[str, PartTree]
+        self, keyed: tuple[tuple[str, int, str], Iterable[Piece]], trees: dict[str, PartTree]
     ):
-        (split, part, directory), paths = keyed
+        (split, part, directory), pieces = keyed
         if self._progress is None:  # a part takes seconds to minutes: say how many are done
             total = sum(tree.parts for tree in trees.values())
             self._progress = Progress("closed_sets", "parts", total, interval=0.0)
@@ -438,7 +401,7 @@ class _FormSets(beam.DoFn):
         corpus, pool = searchable.corpus, searchable.pools[split]
         if self._scratch is None:
             self._scratch = corpus.ngrams.scratch()
-        edges = read_edges(paths)
+        edges = merged(read_spilled(pieces))
         rows = edges.targets
         if len(rows) > self._shard_size:
             self._oversized.inc(len(rows))
@@ -950,6 +913,9 @@ class ClosedSets(DecoyStrategy):
     def expand(self, corpus_ref):
         config, own = self.config, self.config.options
         indexed = corpus_ref | "BuildIndex" >> BuildIndexes(corpus=self.corpus)
+        edge_folder = indexed | "EdgeFolder" >> beam.Map(
+            lambda ref: FileSystems.join(ref.directory, EDGES_DIRECTORY)
+        )
         trees = indexed | "PlanParts" >> beam.Map(
             plan_trees, corpus=self.corpus, shard_size=own.set_shard_size, seed=config.seed
         )
@@ -967,6 +933,7 @@ class ClosedSets(DecoyStrategy):
                 _AllowedPairs(self.corpus, config.rules, own.set_neighbours),
                 trees=beam.pvalue.AsSingleton(trees),
             )
+            | "SpillEdges" >> SpillToFiles(folder=edge_folder, name="edges")
             | "ByPart" >> beam.GroupByKey()
             | "FormSets"
             >> beam.ParDo(
@@ -981,8 +948,7 @@ class ClosedSets(DecoyStrategy):
                 trees=beam.pvalue.AsSingleton(trees),
             ).with_outputs(LEFTOVERS, CAPACITY, main="selections")
         )
-        grouped = formed.selections | "PartsGrouped" >> beam.combiners.Count.Globally()
-        _ = indexed | "RemoveEdges" >> beam.Map(remove_edges, beam.pvalue.AsSingleton(grouped))
+        _ = formed.selections | "RemoveEdges" >> RemoveAfter(edge_folder)
         leftovers = (
             formed[LEFTOVERS]
             | "Batches" >> beam.FlatMap(batches_of, size=config.batch_size)
