@@ -9,7 +9,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from transforms import spill
-from transforms.spill import RemoveAfter, SpillToFiles, read_spilled
+from transforms.spill import RemoveAfter, SpillToFiles, ThroughFiles, read_spilled
 
 ROWS = [("a", 1), ("b", {"x": [1, 2]}), ("a", 3), ("c", "text"), ("a", 5), ("b", None)]
 
@@ -32,4 +32,16 @@ def test_values_come_back_by_key_and_the_folder_goes(tmp_path, monkeypatch, file
         for key, value in ROWS:
             expected.setdefault(key, []).append(repr(value))
         assert_that(grouped, equal_to([(k, sorted(v)) for k, v in expected.items()]))
+    assert not os.path.exists(folder)
+
+
+def test_through_files_merges_pcollections_and_removes_its_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(spill, "FILE_BYTES", 1)
+    folder = str(tmp_path / "merged")
+    with TestPipeline() as pipeline:
+        where = pipeline | "Folder" >> beam.Create([folder])
+        first = pipeline | "First" >> beam.Create(range(20))
+        second = pipeline | "Second" >> beam.Create(["a", "b"])
+        merged = (first, second) | ThroughFiles(folder=where, name="merged")
+        assert_that(merged, equal_to([*range(20), "a", "b"]))
     assert not os.path.exists(folder)

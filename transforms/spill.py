@@ -10,6 +10,9 @@ it sends on is a :class:`Piece` per key: where that key's bytes are. The step af
 shuffle reads its key's pieces (:func:`read_spilled`), and the folder goes once every key
 is read (:class:`RemoveAfter`). A retried bundle's file is in no piece that is read, and
 goes with the folder.
+
+The same runners also hold whatever a Flatten of several stages' outputs carries (they
+always materialise it), so :class:`ThroughFiles` merges PCollections by their pieces.
 """
 
 import io
@@ -30,6 +33,8 @@ from transforms.memory import packed
 # What a worker holds before it writes a file: 64 MB keeps a worker's share small and the
 # files few (a 3.3M-caption run's instances, about 5 GB, in about 80 files).
 FILE_BYTES = 64 << 20
+# ThroughFiles cuts each file into this many pieces, which the workers read apart.
+SPREAD = 16
 
 
 class Piece(NamedTuple):
@@ -106,6 +111,45 @@ def read_spilled(pieces: Iterable[Piece]) -> Iterator[Any]:
             yield pickle.load(stream)
 
 
+class _Dealt(beam.DoFn):
+    """Element n -> (n mod SPREAD, element): keys for pieces that spread over workers."""
+
+    def start_bundle(self):
+        self._dealt = 0
+
+    def process(self, element):
+        self._dealt += 1
+        yield self._dealt % SPREAD, element
+
+
+class ThroughFiles(beam.PTransform):
+    """A PCollection or a tuple of them -> one PCollection of all their elements (in no
+    particular order), which crosses the runner as pieces of files under ``folder``,
+    removed once all are read."""
+
+    def __init__(self, *, folder: beam.PCollection, name: str):
+        super().__init__()
+        self._folder, self._name = folder, name
+
+    def expand(self, pcolls):
+        if isinstance(pcolls, beam.PCollection):
+            pcolls = [pcolls]
+        pieces = [
+            pcoll
+            | f"Deal{i}" >> beam.ParDo(_Dealt())
+            | f"Spill{i}" >> SpillToFiles(folder=self._folder, name=self._name)
+            for i, pcoll in enumerate(pcolls)
+        ]
+        elements = (
+            pieces
+            | "Pieces" >> beam.Flatten()
+            | "Spread" >> beam.Reshuffle()
+            | "Read" >> beam.FlatMap(lambda keyed: read_spilled([keyed[1]]))
+        )
+        _ = elements | "Remove" >> RemoveAfter(self._folder)
+        return elements
+
+
 class RemoveAfter(beam.PTransform):
     """Once every element of the input is made (the step that read the pieces), deletes
     the side input ``folder``."""
@@ -115,7 +159,11 @@ class RemoveAfter(beam.PTransform):
         self._folder = folder
 
     def expand(self, done):
-        count = done | "Done" >> beam.combiners.Count.Globally()
-        return self._folder | "Remove" >> beam.Map(
-            lambda folder, _done: delete_folder(folder), beam.pvalue.AsSingleton(count)
+        return (
+            done
+            | "Done" >> beam.combiners.Count.Globally()
+            | "Remove"
+            >> beam.Map(
+                lambda _done, folder: delete_folder(folder), beam.pvalue.AsSingleton(self._folder)
+            )
         )
