@@ -75,7 +75,7 @@ from transforms.corpus.store import Corpus, CorpusRef
 from transforms.corpus.surface import sim_surf_batch
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_int
-from transforms.spill import Piece, RemoveAfter, SpillToFiles, read_spilled
+from transforms.spill import Piece, RemoveAfter, SpillToFiles, ThroughFiles, read_spilled
 from transforms.strategies.base import (
     NEIGHBOURS_MAY_FIT,
     DecoyStrategy,
@@ -95,10 +95,11 @@ from transforms.strategies.validity import (
 )
 
 LEFTOVERS = "leftovers"  # FormSets' output of the captions its part left out
-# Each caption's allowed edges reach its part through files under the corpus directory
+# What grows with the corpus crosses the runner through files under the corpus directory
 # (transforms/spill.py): Beam's local runner held every edge of a 3.3M-caption run in its
-# own process (7.5 GB).
+# own process (7.5 GB), then the selections (about 4 GB).
 EDGES_DIRECTORY = "edges"
+SPILLED = (EDGES_DIRECTORY, LEFTOVERS, "selections")
 CAPACITY = "capacity"  # room for border sets that is not the default, keyed by part
 # Leftovers short of BORDER_CANDIDATES allowed candidates are searched this many times
 # deeper again.
@@ -913,9 +914,11 @@ class ClosedSets(DecoyStrategy):
     def expand(self, corpus_ref):
         config, own = self.config, self.config.options
         indexed = corpus_ref | "BuildIndex" >> BuildIndexes(corpus=self.corpus)
-        edge_folder = indexed | "EdgeFolder" >> beam.Map(
-            lambda ref: FileSystems.join(ref.directory, EDGES_DIRECTORY)
-        )
+        folders = {
+            name: indexed
+            | f"Folder {name}" >> beam.Map(lambda ref, n: FileSystems.join(ref.directory, n), name)
+            for name in SPILLED
+        }
         trees = indexed | "PlanParts" >> beam.Map(
             plan_trees, corpus=self.corpus, shard_size=own.set_shard_size, seed=config.seed
         )
@@ -933,7 +936,7 @@ class ClosedSets(DecoyStrategy):
                 _AllowedPairs(self.corpus, config.rules, own.set_neighbours),
                 trees=beam.pvalue.AsSingleton(trees),
             )
-            | "SpillEdges" >> SpillToFiles(folder=edge_folder, name="edges")
+            | "SpillEdges" >> SpillToFiles(folder=folders[EDGES_DIRECTORY], name=EDGES_DIRECTORY)
             | "ByPart" >> beam.GroupByKey()
             | "FormSets"
             >> beam.ParDo(
@@ -948,11 +951,11 @@ class ClosedSets(DecoyStrategy):
                 trees=beam.pvalue.AsSingleton(trees),
             ).with_outputs(LEFTOVERS, CAPACITY, main="selections")
         )
-        _ = formed.selections | "RemoveEdges" >> RemoveAfter(edge_folder)
+        _ = formed.selections | "RemoveEdges" >> RemoveAfter(folders[EDGES_DIRECTORY])
         leftovers = (
             formed[LEFTOVERS]
             | "Batches" >> beam.FlatMap(batches_of, size=config.batch_size)
-            | "Distribute" >> beam.Reshuffle()
+            | "Distribute" >> ThroughFiles(folder=folders[LEFTOVERS], name=LEFTOVERS)
             | "LeftoverGraphs"
             >> beam.ParDo(
                 _LeftoverGraphs(self.corpus, config.rules, self.searched(config)),
@@ -994,6 +997,7 @@ class ClosedSets(DecoyStrategy):
             leftovers = rounds[LEFTOVERS]
             capacity = (grants[CAPACITY], rounds[CAPACITY]) | f"Room{shift}" >> beam.Flatten()
         return {
-            "selections": selections | "Selections" >> beam.Flatten(),
+            "selections": tuple(selections)  # a tuple: Beam takes a list for one value
+            | "Selections" >> ThroughFiles(folder=folders["selections"], name="selections"),
             SKIPPED: skipped | "Skipped" >> beam.Flatten(),
         }
