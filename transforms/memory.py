@@ -4,7 +4,8 @@ Beam's local runners decode a shuffle's values into Python objects while they gr
 them (``GroupingBuffer.append``), all of them at once in the runner's own process. An
 instance dict held so takes 3.6 KB, pickled 1.0 KB (5,000 instances of the 124k-image
 run); a synthetic caption 0.4 KB against 0.2 KB. So records that cross a shuffle whole
-cross it as bytes: :func:`packed` before, :func:`unpacked` after.
+cross it as bytes: :func:`packed` before, :func:`unpacked` after; the bulkiest go
+through files instead (``spill.py``).
 
 After the one-process steps, glibc keeps freed blocks below its mmap threshold in the
 process's heap: a faiss index's inverted lists (a few hundred KB each), Python's list
