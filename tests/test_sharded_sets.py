@@ -81,6 +81,8 @@ def test_no_part_exceeds_the_shard_size_and_the_border_pass_holds_leftovers_only
     assert metrics.get("closed_sets/captions_in_parts_over_shard_size", 0) == 0
     captions = metrics["corpus/captions"]
     assert 0 < metrics["closed_sets/border_leftovers"] < captions / 2
+    # every leftover's graph built once, and counted by that stage's progress lines
+    assert metrics["closed_sets/leftovers"] == metrics["closed_sets/border_leftovers"]
     assert metrics["closed_sets/border_sets"] > 0
 
 

@@ -545,10 +545,14 @@ class _LeftoverGraphs(beam.DoFn):
 
     def __init__(self, corpus: SharedCorpus, rules: ValidityRules, searched: int):
         self._corpus, self._rules, self._searched = corpus, rules, searched
-        self._scratch = None
+        self._scratch = self._progress = None
 
-    def process(self, keyed: tuple[tuple[str, int, str], Edges], trees: dict[str, PartTree]):
+    def process(
+        self, keyed: tuple[tuple[str, int, str], Edges], trees: dict[str, PartTree], total: int
+    ):
         (split, _, directory), edges = keyed
+        if self._progress is None:  # minutes at 3.3M captions, after the parts' last line
+            self._progress = Progress("closed_sets", "leftovers", total)
         searchable = self._corpus.acquire(directory)
         if self._scratch is None:
             self._scratch = searchable.corpus.ngrams.scratch()
@@ -559,6 +563,7 @@ class _LeftoverGraphs(beam.DoFn):
             nodes = graphs.nodes
             parts = np.full(nodes.shape, -1, np.int64)
             parts[nodes >= 0] = parts_of(searchable, trees[split], split, nodes[nodes >= 0])
+        self._progress.advance(len(edges.targets))
         yield keyed[0], Leftovers(graphs, parts)
 
 
@@ -952,6 +957,11 @@ class ClosedSets(DecoyStrategy):
             ).with_outputs(LEFTOVERS, CAPACITY, main="selections")
         )
         _ = formed.selections | "RemoveEdges" >> RemoveAfter(folders[EDGES_DIRECTORY])
+        total = (
+            formed[LEFTOVERS]
+            | "LeftoverSizes" >> beam.Map(lambda keyed: len(keyed[1].targets))
+            | "LeftoverTotal" >> beam.CombineGlobally(sum)
+        )
         leftovers = (
             formed[LEFTOVERS]
             | "Batches" >> beam.FlatMap(batches_of, size=config.batch_size)
@@ -960,6 +970,7 @@ class ClosedSets(DecoyStrategy):
             >> beam.ParDo(
                 _LeftoverGraphs(self.corpus, config.rules, self.searched(config)),
                 trees=beam.pvalue.AsSingleton(trees),
+                total=beam.pvalue.AsSingleton(total),
             )
         )
         capacity, selections, skipped = formed[CAPACITY], [formed.selections], []
