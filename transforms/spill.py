@@ -3,7 +3,7 @@
 Beam's local runners (the DirectRunner's FnApiRunner, the embedded job service of the
 portable runner) keep every value of a shuffle in the runner's own process while they
 group it. At 3.3M captions that is gigabytes in one process: each caption's allowed edges
-(7.5 GB), the instances on their way to their output shards (4.5 GB). So a worker holds
+(7.5 GB), the leftovers (1.8 GB as files). So a worker holds
 the values it would send, packed, and once it holds ``FILE_BYTES`` (and at the end of its
 bundle) writes them to one file of its own, each key's values in one run of bytes. What
 it sends on is a :class:`Piece` per key: where that key's bytes are. The step after the
@@ -31,7 +31,7 @@ from transforms.files import delete_folder, unfenced, write_file
 from transforms.memory import packed
 
 # What a worker holds before it writes a file: 64 MB keeps a worker's share small and the
-# files few (a 3.3M-caption run's instances, about 5 GB, in about 80 files).
+# files few (a 3.3M-caption run's 1.8 GB of leftovers in about 30 files, not one per key).
 FILE_BYTES = 64 << 20
 # ThroughFiles cuts each file into this many pieces, which the workers read apart.
 SPREAD = 16

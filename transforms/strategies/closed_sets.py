@@ -97,7 +97,8 @@ from transforms.strategies.validity import (
 LEFTOVERS = "leftovers"  # FormSets' output of the captions its part left out
 # What grows with the corpus crosses the runner through files under the corpus directory
 # (transforms/spill.py): Beam's local runner held every edge of a 3.3M-caption run in its
-# own process (7.5 GB), then the selections (about 4 GB).
+# own process (7.5 GB), then the parts' selections and leftovers (3.6 GB, 8.2 GB as they
+# were handed on).
 EDGES_DIRECTORY = "edges"
 SPILLED = (EDGES_DIRECTORY, LEFTOVERS, "selections")
 CAPACITY = "capacity"  # room for border sets that is not the default, keyed by part
