@@ -75,7 +75,8 @@ def build_pipeline(
         n_test=options.n_test,
         merge=options.merge_inputs,
     )
-    strategy = STRATEGIES[options.decoys](options.strategy_config())
+    config = dataclasses.replace(options.strategy_config(), fence=fence)
+    strategy = STRATEGIES[options.decoys](config)
     corpus = prepared["captions"] | "TrainParagraphVectors" >> TrainParagraphVectors(
         pv=options.pv_config(),
         pretrained=options.pv_model,

@@ -127,9 +127,11 @@ class ThroughFiles(beam.PTransform):
     particular order), which crosses the runner as pieces of files under ``folder``,
     removed once all are read."""
 
-    def __init__(self, *, folder: beam.PCollection, name: str):
+    def __init__(
+        self, *, folder: beam.PCollection, name: str, fence: Callable[[], None] = unfenced
+    ):
         super().__init__()
-        self._folder, self._name = folder, name
+        self._folder, self._name, self._fence = folder, name, fence
 
     def expand(self, pcolls):
         if isinstance(pcolls, beam.PCollection):
@@ -137,7 +139,7 @@ class ThroughFiles(beam.PTransform):
         pieces = [
             pcoll
             | f"Deal{i}" >> beam.ParDo(_Dealt())
-            | f"Spill{i}" >> SpillToFiles(folder=self._folder, name=self._name)
+            | f"Spill{i}" >> SpillToFiles(folder=self._folder, name=self._name, fence=self._fence)
             for i, pcoll in enumerate(pcolls)
         ]
         elements = (

@@ -11,6 +11,7 @@ walks through one).
 """
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -19,6 +20,7 @@ from apache_beam.utils.shared import Shared
 
 from transforms.corpus.index import IndexConfig
 from transforms.corpus.neighbours import Finder, FindNeighbourhoods, SharedCorpus
+from transforms.files import unfenced
 from transforms.strategies.invariants import Invariant
 from transforms.strategies.validity import ValidityRules
 
@@ -61,6 +63,8 @@ class StrategyConfig:
     options: StrategyOptions  # the strategy's own, an instance of its ``Options``
     adversarial_rounds: int  # > 0: emit Reserved (Selection + reserve) for AdversarialFilter
     adversarial_reserve: int  # further valid candidates kept per target when rounds > 0
+    # what a strategy's writers into the version check first (its claim, when held)
+    fence: Callable[[], None] = unfenced
 
     @property
     def reserve(self) -> int:

@@ -942,7 +942,10 @@ class ClosedSets(DecoyStrategy):
                 _AllowedPairs(self.corpus, config.rules, own.set_neighbours),
                 trees=beam.pvalue.AsSingleton(trees),
             )
-            | "SpillEdges" >> SpillToFiles(folder=folders[EDGES_DIRECTORY], name=EDGES_DIRECTORY)
+            | "SpillEdges"
+            >> SpillToFiles(
+                folder=folders[EDGES_DIRECTORY], name=EDGES_DIRECTORY, fence=config.fence
+            )
             | "ByPart" >> beam.GroupByKey()
             | "FormSets"
             >> beam.ParDo(
@@ -966,7 +969,8 @@ class ClosedSets(DecoyStrategy):
         leftovers = (
             formed[LEFTOVERS]
             | "Batches" >> beam.FlatMap(batches_of, size=config.batch_size)
-            | "Distribute" >> ThroughFiles(folder=folders[LEFTOVERS], name=LEFTOVERS)
+            | "Distribute"
+            >> ThroughFiles(folder=folders[LEFTOVERS], name=LEFTOVERS, fence=config.fence)
             | "LeftoverGraphs"
             >> beam.ParDo(
                 _LeftoverGraphs(self.corpus, config.rules, self.searched(config)),
@@ -1010,6 +1014,7 @@ class ClosedSets(DecoyStrategy):
             capacity = (grants[CAPACITY], rounds[CAPACITY]) | f"Room{shift}" >> beam.Flatten()
         return {
             "selections": tuple(selections)  # a tuple: Beam takes a list for one value
-            | "Selections" >> ThroughFiles(folder=folders["selections"], name="selections"),
+            | "Selections"
+            >> ThroughFiles(folder=folders["selections"], name="selections", fence=config.fence),
             SKIPPED: skipped | "Skipped" >> beam.Flatten(),
         }
