@@ -45,6 +45,11 @@ class Piece(NamedTuple):
     size: int
 
 
+def folder_under(refs: beam.PCollection, name: str) -> beam.PCollection:
+    """The folder ``name`` under the directory of ``refs``' one element (a corpus's)."""
+    return refs | f"Folder {name}" >> beam.Map(lambda ref: FileSystems.join(ref.directory, name))
+
+
 class _Spill(beam.DoFn):
     def __init__(self, name: str, fence: Callable[[], None]):
         self._fence = fence

@@ -37,7 +37,7 @@ from schemas.tf_example import tfrecord_frame, to_tf_example
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
 from transforms.files import unfenced, write_file
-from transforms.spill import RemoveAfter, SpillToFiles, read_spilled
+from transforms.spill import RemoveAfter, SpillToFiles, folder_under, read_spilled
 
 SHARD_CAPTIONS = 20_000  # default shard size: one file per this many captions of the split
 
@@ -161,9 +161,7 @@ class WriteShards(beam.PTransform):
 
     def expand(self, records):
         count = self._corpus | "ShardCount" >> beam.Map(self._num_shards)
-        folder = self._corpus | "SpillFolder" >> beam.Map(
-            lambda ref, name: FileSystems.join(ref.directory, f"shards-{name}"), name=self._name
-        )
+        folder = folder_under(self._corpus, f"shards-{self._name}")
         keyed = (
             records
             | "Shard"

@@ -55,7 +55,6 @@ from typing import NamedTuple
 
 import apache_beam as beam
 import numpy as np
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from schemas.options import Group, below, option
@@ -75,7 +74,14 @@ from transforms.corpus.store import Corpus, CorpusRef
 from transforms.corpus.surface import sim_surf_batch
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_int
-from transforms.spill import Piece, RemoveAfter, SpillToFiles, ThroughFiles, read_spilled
+from transforms.spill import (
+    Piece,
+    RemoveAfter,
+    SpillToFiles,
+    ThroughFiles,
+    folder_under,
+    read_spilled,
+)
 from transforms.strategies.base import (
     NEIGHBOURS_MAY_FIT,
     DecoyStrategy,
@@ -920,11 +926,7 @@ class ClosedSets(DecoyStrategy):
     def expand(self, corpus_ref):
         config, own = self.config, self.config.options
         indexed = corpus_ref | "BuildIndex" >> BuildIndexes(corpus=self.corpus)
-        folders = {
-            name: indexed
-            | f"Folder {name}" >> beam.Map(lambda ref, n: FileSystems.join(ref.directory, n), name)
-            for name in SPILLED
-        }
+        folders = {name: folder_under(indexed, name) for name in SPILLED}
         trees = indexed | "PlanParts" >> beam.Map(
             plan_trees, corpus=self.corpus, shard_size=own.set_shard_size, seed=config.seed
         )
