@@ -4,7 +4,7 @@ The index build runs in one process (the global step of ``FindNeighbourhoods``),
 its time is the IVF training's k-means. This measures what fewer iterations or a
 smaller training sample cost in recall, on a generated version's own PV vectors::
 
-    .venv/bin/python -m benchmarks.index --embeddings OUT/latest/corpus/embeddings.npy
+    .venv/bin/python -m benchmarks.index --embeddings OUT/versions/V/build/corpus/embeddings.npy
     .venv/bin/python -m benchmarks.index --embeddings ... --settings 10x64,5x40,4x40
 
 Each setting is ``<iterations>x<points a cluster>``; the first is the baseline of the
@@ -78,7 +78,9 @@ def settings_of(text: str) -> list[tuple[int, int]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--embeddings", required=True, help="a version's corpus/embeddings.npy")
+    parser.add_argument(
+        "--embeddings", required=True, help="a version's build/corpus/embeddings.npy"
+    )
     default = f"10x64,{IndexConfig.kmeans_iterations}x{IndexConfig.points_per_cluster}"
     parser.add_argument("--settings", default=default, help=f"default: {default}")
     parser.add_argument("--queries", type=int, default=2000)

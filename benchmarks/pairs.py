@@ -18,10 +18,10 @@ import sys
 import time
 
 import numpy as np
-from apache_beam.io.filesystems import FileSystems
 
 from pipelines.options import GenerateOptions
 from pipelines.versions import read_manifest
+from schemas.layout import corpus_folder
 from transforms.corpus.neighbours import load_searchable, search
 from transforms.strategies.base import StrategyConfig
 from transforms.strategies.closed_sets import ClosedSets, first_allowed
@@ -40,9 +40,7 @@ def measure(version: str, split: str, targets: int, seed: int) -> str:
     strategy = version_config(version)
     k = strategy.options.set_neighbours
     searched = k * strategy.options.set_search_depth
-    searchable = load_searchable(
-        FileSystems.join(version, "corpus"), strategy.decoy_pool, strategy.index
-    )
+    searchable = load_searchable(corpus_folder(version), strategy.decoy_pool, strategy.index)
     corpus, pool = searchable.corpus, searchable.pools[split]
     rng = np.random.default_rng(seed)
     rows = np.sort(rng.choice(pool.rows, min(targets, len(pool.rows)), replace=False))

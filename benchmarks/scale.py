@@ -45,6 +45,7 @@ from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
 from pipelines.options import GenerateOptions
 from pipelines.versions import completed_dataset, read_manifest
+from schemas.layout import corpus_folder
 from tests.dataset_checks import (
     SPLITS,
     check_formats_agree,
@@ -524,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         print_table(coverage)
 
     first = next(iter(results.values()))
-    loaded = load_corpus(os.path.join(first["directory"], "corpus"))
+    loaded = load_corpus(corpus_folder(first["directory"]))
     documents = [tuple(text.split()) for text in loaded.captions["text"]]
     kernel = kernel_against_nltk(documents, pairs=20_000)
     del documents

@@ -42,7 +42,7 @@ from pipelines.versions import (
     verify_version,
     version_name,
 )
-from schemas.layout import FEATURE_SPEC_FILE
+from schemas.layout import FEATURE_SPEC_FILE, build_path, dataset_path
 from schemas.records import SKIPPED
 from schemas.tf_example import tfrecord_feature_spec
 from transforms.corpus.prepare import PrepareCaptions
@@ -94,18 +94,20 @@ def build_pipeline(
             rounds=options.adversarial_rounds,
             reserve=options.adversarial_reserve,
             seed=options.seed,
-            output=options.output,
+            output=build_path(options.output),
         )
     instances = selections | "BuildInstances" >> BuildInstances(seed=options.seed)
     _ = instances | "WriteInstances" >> WriteInstances(
-        output=options.output,
+        output=dataset_path(options.output),
         num_shards=options.output_shards,
         num_options=strategy.num_options,
         corpus=corpus,
         fence=fence,
     )
     skips = (prepared[SKIPPED], decoys[SKIPPED]) | "Skips" >> beam.Flatten()
-    _ = skips | "WriteSkips" >> WriteSkips(output=options.output, corpus=corpus, fence=fence)
+    _ = skips | "WriteSkips" >> WriteSkips(
+        output=build_path(options.output), corpus=corpus, fence=fence
+    )
 
 
 def with_search_winners(options: GenerateOptions, report: dict) -> GenerateOptions:
@@ -145,7 +147,7 @@ def input_checksums(options: GenerateOptions, inputs: list[str]) -> list[dict]:
 def up_to_date(output: str, version: Version) -> Generated:
     verify_version(version.directory)
     point_latest(output, version)
-    statistics = read_json(FileSystems.join(version.directory, STATISTICS_FILE))
+    statistics = read_json(dataset_path(version.directory, STATISTICS_FILE))
     return Generated(version, statistics, up_to_date=True)
 
 
@@ -185,11 +187,11 @@ def generate(
     options = dataclasses.replace(options, output=directory)
     search = None
     if options.optimize:
-        report = run_search(options, beam_args)
+        report = run_search(dataclasses.replace(options, output=build_path(directory)), beam_args)
         logging.info("hyper-parameter search:\n%s", report_table(report))
         options = with_search_winners(options, report)
         search = {
-            "report": FileSystems.join(directory, SEARCH_DIRECTORY, REPORT_FILE),
+            "report": build_path(directory, SEARCH_DIRECTORY, REPORT_FILE),
             "chosen": {
                 "pv_dim": options.pv_dim,
                 "pv_epochs": options.pv_epochs,
@@ -201,7 +203,7 @@ def generate(
     build_pipeline(pipeline, options, inputs, fence)
     metrics = run_to_completion(pipeline)
     write_json(
-        FileSystems.join(directory, FEATURE_SPEC_FILE),
+        dataset_path(directory, FEATURE_SPEC_FILE),
         tfrecord_feature_spec(STRATEGIES[options.decoys].num_options),
     )
     return Produced(
@@ -221,9 +223,7 @@ def strategy_sections(options: GenerateOptions) -> dict:
     if report:
         sections["strategy"] = report
     if options.adversarial_rounds:
-        sections["adversarial_filtering"] = read_json(
-            FileSystems.join(options.output, ADVERSARIAL_FILE)
-        )
+        sections["adversarial_filtering"] = read_json(build_path(options.output, ADVERSARIAL_FILE))
     return sections
 
 

@@ -26,6 +26,7 @@ from pipelines.versions import (
     is_complete,
     publish,
 )
+from schemas.layout import dataset_path
 from transforms.dataset.statistics import compute_statistics, read_written, unaccounted
 from transforms.errors import input_error_message
 from transforms.files import remove_empty_folder, write_file, write_json
@@ -120,7 +121,7 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
         "text_only_audit": audit_dataset(directory, produced.audit),
     }
     fence()
-    write_json(FileSystems.join(directory, STATISTICS_FILE), statistics)
+    write_json(dataset_path(directory, STATISTICS_FILE), statistics)
     manifest = {
         **produced.manifest,
         "version": version.name,
@@ -141,10 +142,10 @@ def write_card(directory: str, manifest: dict, statistics: dict, extra: str) -> 
     the version's files."""
     plots = dataset_plots(statistics)
     for name, (_, png) in plots.items():
-        write_file(FileSystems.join(directory, name), png)
+        write_file(dataset_path(directory, name), png)
     card = version_card(
         {**manifest, "options": content_options(manifest["options"])},
         statistics,
         {name: caption for name, (caption, _) in plots.items()},
     )
-    write_file(FileSystems.join(directory, CARD_FILE), (card + extra).encode("utf-8"))
+    write_file(dataset_path(directory, CARD_FILE), (card + extra).encode("utf-8"))

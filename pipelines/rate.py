@@ -52,7 +52,7 @@ from pipelines.versions import (
     read_manifest,
     verify_version,
 )
-from schemas.layout import PARQUET, shard_pattern
+from schemas.layout import DATASET, PARQUET, dataset_path, shard_pattern
 from transforms.dataset.write import instance_formats, records_written, shard_path
 from transforms.errors import InputError
 from transforms.files import (
@@ -406,14 +406,14 @@ def write_subset(
     per shard name (the others' as the source's run wrote them)."""
     fence()
     formats = instance_formats(split, STRATEGIES[manifest["options"]["decoys"]].num_options)
-    shard_prefixes = tuple(f"{form.directory}/" for form in formats)
+    shard_prefixes = tuple(f"{DATASET}/{form.directory}/" for form in formats)
     for entry in manifest["files"]:
         if not entry["path"].startswith(shard_prefixes):
             path = entry["path"]
             write_file(FileSystems.join(directory, path), read_file(FileSystems.join(source, path)))
     rows = sorted(kept, key=lambda row: row["example_id"])
     for form in formats:
-        write_file(shard_path(directory, form, split, 0, 1), form.encode(rows))
+        write_file(shard_path(dataset_path(directory), form, split, 0, 1), form.encode(rows))
     return {**records_written(manifest["metrics"]), split: len(rows)}
 
 

@@ -5,8 +5,9 @@ decides the dataset's content: the input files' checksums, the options that
 change records and the package version (prefixed by ``--label``). Every
 shard, then the manifest, then the completion marker are written, in that
 order, and the version becomes the latest only after that: ``OUTPUT/latest.txt``
-holds its name (on every filesystem), ``OUTPUT/latest`` is a symlink to it on a
-local disk (so ``OUTPUT/latest/parquet/dev`` is a path), and ``OUTPUT/README.md``
+holds its name (on every filesystem), ``OUTPUT/latest`` is a symlink to its dataset
+folder on a local disk (so ``OUTPUT/latest/parquet/dev`` is a path, and no glob under
+it reaches a build artifact: :mod:`schemas.layout`), and ``OUTPUT/README.md``
 is a dataset card whose data files are the latest version's, so HuggingFace
 ``datasets.load_dataset(OUTPUT)`` reads that version and never mixes versions.
 Readers accept a version only with its marker, so a run that fails half way
@@ -40,7 +41,8 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import LOCK_FILE, Fence
-from schemas.layout import SHARD_NAME
+from schemas.layout import BUILD, DATASET, MCIC, PARQUET, SHARD_NAME, TFRECORD
+from transforms.corpus.split import SPLITS
 from transforms.errors import InputError
 from transforms.files import (
     check_writable,
@@ -83,6 +85,9 @@ NO_CONTENT_OPTIONS = (
 # content follows the code too, which the package version names only at a release.)
 NAMED_WHEN_SET = ("pv_train_sample",)
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+# Folders inside a version, and OUTPUT/latest (a link to one's dataset folder): a reader given
+# one of them reads the version, or the output, it lies in.
+INNER_FOLDERS = (LATEST_LINK, DATASET, BUILD, PARQUET, TFRECORD, MCIC, *SPLITS)
 
 
 @dataclass(frozen=True)
@@ -325,7 +330,8 @@ def point_latest(output: str, version: Version) -> None:
         link_latest(output, version.name)
     manifest = read_manifest(version.directory)
     card = root_card(
-        f"{VERSIONS_DIRECTORY}/{version.name}",
+        version.name,
+        f"{VERSIONS_DIRECTORY}/{version.name}/{DATASET}",
         manifest["statistics"]["splits"],
         manifest["options"]["captions_license"],
     )
@@ -351,7 +357,7 @@ def link_latest(output: str, name: str) -> None:
             "%s was a directory, not the link to the latest version: moved to %s", link, aside
         )
     temporary = f"{link}.tmp-{uuid.uuid4().hex}"
-    os.symlink(os.path.join(VERSIONS_DIRECTORY, name), temporary)
+    os.symlink(os.path.join(VERSIONS_DIRECTORY, name, DATASET), temporary)
     os.replace(temporary, link)
 
 
@@ -365,13 +371,32 @@ def latest_version(output: str) -> Version | None:
     return Version(name, directory, is_complete(directory))
 
 
+def enclosing(path: str) -> str:
+    """``path``, or the version or output it lies in when it is a folder inside one.
+
+    >>> enclosing("out/latest/parquet/dev")
+    'out'
+    >>> enclosing("gs://b/out/versions/v1/dataset/")
+    'gs://b/out/versions/v1'
+    """
+    path = path.rstrip("/")
+    while not (is_complete(path) or FileSystems.exists(FileSystems.join(path, LATEST_FILE))):
+        parent, _, name = path.rpartition("/")
+        if name not in INNER_FOLDERS or not parent or parent.endswith(":/"):
+            break
+        path = parent
+    return path
+
+
 def completed_dataset(path: str) -> str:
-    """The dataset directory to read: ``path`` itself if completed, else what its ``latest`` names.
+    """The version to read: ``path`` itself if completed, else what its ``latest`` names;
+    a folder inside either (``OUTPUT/latest``, ``<version>/dataset/parquet``) reads that.
 
     Refuses anything without a completion marker (such a version is being
     written or its run failed, and its files may be partial) and a version
     whose files differ from its manifest's list (:func:`verify_version`).
     """
+    path = enclosing(path)
     if is_complete(path):
         verify_version(path)
         return path

@@ -1,28 +1,56 @@
-"""Where a version's dataset files live: one directory per format, one per split inside.
+"""Where a version's files live: the dataset to publish apart from what built it.
 
 ::
 
-    <version>/parquet/<split>/<split>-SSSSS-of-NNNNN.parquet
-    <version>/tfrecord/<split>/<split>-SSSSS-of-NNNNN.tfrecord
-    <version>/tfrecord/feature_spec.json
-    <version>/mcic/<split>/<split>-SSSSS-of-NNNNN.txt
+    <version>/dataset/README.md                          the dataset card
+    <version>/dataset/parquet/<split>/<split>-SSSSS-of-NNNNN.parquet
+    <version>/dataset/tfrecord/<split>/<split>-SSSSS-of-NNNNN.tfrecord
+    <version>/dataset/tfrecord/feature_spec.json
+    <version>/dataset/mcic/<split>/<split>-SSSSS-of-NNNNN.txt
+    <version>/build/corpus/ build/pv/ build/skipped/ ...   what built it, never published
 
-so a directory-level read (``pandas.read_parquet("<version>/parquet/dev")``,
+``dataset/`` is what a consumer reads and a hub receives, so no glob under it
+(``dataset/**/*.parquet``) can reach a build artifact such as the corpus's own
+Parquet table; ``OUTPUT/latest`` links to it. Inside, one directory per format and
+split, so a directory-level read (``pandas.read_parquet("<dataset>/parquet/dev")``,
 ``pyarrow.dataset``, HuggingFace ``datasets``' Parquet builder, which takes the
-split from the directory and file names) sees one format only. Every reader
-and writer of instance shards takes its paths from here.
+split from the directory and file names) sees one format only. Every reader and
+writer of a version's files takes its paths from here.
 """
 
 import re
 
 from apache_beam.io.filesystems import FileSystems
 
+DATASET = "dataset"  # what is published: instances, card, plots, statistics
+BUILD = "build"  # what built it: corpus tables, embeddings, indexes, PV model, skipped records
 PARQUET = "parquet"
 TFRECORD = "tfrecord"
 MCIC = "mcic"
 SUFFIXES = {PARQUET: ".parquet", TFRECORD: ".tfrecord", MCIC: ".txt"}
 # How to parse the TFRecord files (schemas.tf_example.tfrecord_feature_spec), beside them.
 FEATURE_SPEC_FILE = f"{TFRECORD}/feature_spec.json"
+
+
+def dataset_path(version: str, *parts: str) -> str:
+    """
+    >>> dataset_path("gs://b/out/versions/v1", "README.md")
+    'gs://b/out/versions/v1/dataset/README.md'
+    """
+    return FileSystems.join(version, DATASET, *parts)
+
+
+def build_path(version: str, *parts: str) -> str:
+    """
+    >>> build_path("out/versions/v1", "pv", "doc2vec.model")
+    'out/versions/v1/build/pv/doc2vec.model'
+    """
+    return FileSystems.join(version, BUILD, *parts)
+
+
+def corpus_folder(version: str) -> str:
+    """The corpus tables, embeddings and neighbour indexes every strategy reads."""
+    return build_path(version, "corpus")
 
 
 def shard_file(name: str, shard: int, num_shards: int, suffix: str) -> str:
@@ -41,16 +69,8 @@ SHARD_NAME = re.compile(
 )
 
 
-def split_directory(version: str, form: str, split: str) -> str:
-    """
-    >>> split_directory("gs://b/out/versions/v1", "parquet", "dev")
-    'gs://b/out/versions/v1/parquet/dev'
-    """
-    return FileSystems.join(version, form, split)
-
-
 def relative_shard_pattern(form: str, split: str) -> str:
-    """The glob of every shard of one format and split, relative to the version.
+    """The glob of every shard of one format and split, relative to the dataset folder.
 
     >>> relative_shard_pattern("tfrecord", "test")
     'tfrecord/test/test-*.tfrecord'
@@ -61,6 +81,6 @@ def relative_shard_pattern(form: str, split: str) -> str:
 def shard_pattern(version: str, form: str, split: str) -> str:
     """
     >>> shard_pattern("gs://b/v1", "parquet", "dev")
-    'gs://b/v1/parquet/dev/dev-*.parquet'
+    'gs://b/v1/dataset/parquet/dev/dev-*.parquet'
     """
-    return FileSystems.join(version, relative_shard_pattern(form, split))
+    return dataset_path(version, relative_shard_pattern(form, split))

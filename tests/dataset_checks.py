@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from pipelines.options import GenerateOptions
 from pipelines.versions import verify_version
 from schemas.instance import MCIC_OPTIONS, parse_mcic_line
-from schemas.layout import MCIC, PARQUET, TFRECORD, shard_pattern
+from schemas.layout import MCIC, PARQUET, TFRECORD, corpus_folder, dataset_path, shard_pattern
 from tests.tfrecord_reader import parse_example, read_records
 from transforms.strategies.invariants import WrittenDataset, image_captions, valid_decoy
 from transforms.strategies.registry import STRATEGIES
@@ -117,7 +117,7 @@ def check_formats_agree(output: str, split: str, rows: list[dict], num_options: 
 
 
 def read_corpus(output: str) -> list[dict]:
-    return pq.read_table(os.path.join(output, "corpus", "captions.parquet")).to_pylist()
+    return pq.read_table(os.path.join(corpus_folder(output), "captions.parquet")).to_pylist()
 
 
 def written_dataset(
@@ -169,7 +169,7 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
     written = written_dataset(options, corpus, rows, sample)
     for invariant in strategy.invariants:
         invariant(written)
-    with open(os.path.join(output, "statistics.json")) as handle:
+    with open(dataset_path(output, "statistics.json")) as handle:
         statistics = json.load(handle)
     for split in SPLITS:
         assert statistics["splits"][split]["instances"] == len(rows[split])

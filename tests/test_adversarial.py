@@ -10,6 +10,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.options import GenerateOptions
+from schemas.layout import build_path, dataset_path
 from schemas.records import Reserved, Selection
 from tests.conftest import SMALL, generated
 from tests.dataset_checks import check_dataset
@@ -194,9 +195,9 @@ def test_generate_with_adversarial_rounds_fools_its_model_and_stays_valid(
     )
     directory, options = generated(options)
     check_dataset(options, sample=40)  # instances, validity (nltk), positive Score, formats
-    with open(os.path.join(directory, "statistics.json")) as handle:
+    with open(dataset_path(directory, "statistics.json")) as handle:
         statistics = json.load(handle)
-    with open(os.path.join(directory, REPORT_FILE)) as handle:
+    with open(build_path(directory, REPORT_FILE)) as handle:
         assert statistics["adversarial_filtering"] == json.load(handle)
     report = statistics["adversarial_filtering"]
     assert report["rounds"] == 2 and set(report["splits"]) == {"train", "dev", "test"}

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from benchmarks import growth, scale
 from pipelines.versions import completed_dataset, read_manifest
-from schemas.layout import PARQUET, shard_pattern
+from schemas.layout import PARQUET, corpus_folder, shard_pattern
 
 
 def cells(line: str) -> list[str]:
@@ -48,7 +48,7 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
         .to_pylist()
         for split in ("train", "dev", "test")
     }
-    corpus = pq.read_table(os.path.join(version, "corpus", "captions.parquet"))
+    corpus = pq.read_table(os.path.join(corpus_folder(version), "captions.parquet"))
     captions = collections.Counter(corpus.column("split").to_pylist())
     instances = sum(len(targets) for targets in rows.values())
 

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pyarrow.parquet as pq
 
+from schemas.layout import corpus_folder, dataset_path
 from tests.dataset_checks import check_dataset, read_parquet
 from tests.test_train import in_text_order
 from transforms.corpus.neighbours import load_searchable, search
@@ -34,9 +35,9 @@ def by_set(rows: list[dict]) -> list[list[dict]]:
 
 def text_only_functions(dataset: str) -> dict:
     """Functions of the option texts alone, each answering an index into the (sorted) options."""
-    corpus = pq.read_table(os.path.join(dataset, "corpus", "captions.parquet")).to_pylist()
+    corpus = pq.read_table(os.path.join(corpus_folder(dataset), "captions.parquet")).to_pylist()
     row_of = {caption["caption_id"]: row for row, caption in enumerate(corpus)}
-    embeddings = np.load(os.path.join(dataset, "corpus", "embeddings.npy"))
+    embeddings = np.load(os.path.join(corpus_folder(dataset), "embeddings.npy"))
 
     def hub_pv(row):
         vectors = embeddings[[row_of[cid] for cid in row["option_caption_ids"]]]
@@ -75,7 +76,7 @@ def test_every_text_only_function_is_right_on_exactly_one_instance_of_every_set(
 
 
 def read_statistics(dataset: str) -> dict:
-    with open(os.path.join(dataset, "statistics.json")) as handle:
+    with open(dataset_path(dataset, "statistics.json")) as handle:
         return json.load(handle)
 
 
@@ -113,7 +114,7 @@ def test_leftover_graphs_travel_as_bits_and_give_back_the_same_weights(closed_se
     from the index equal those the pairs were checked with."""
     directory, options = closed_sets_dataset
     config = ClosedSets.resolve(options.strategy_config())
-    searchable = load_searchable(os.path.join(directory, "corpus"), config.decoy_pool, config.index)
+    searchable = load_searchable(corpus_folder(directory), config.decoy_pool, config.index)
     corpus, pool = searchable.corpus, searchable.pools["train"]
     rows = pool.rows[::7][:60]
     candidates, sim_pv = search(corpus, pool, rows, ClosedSets.searched(config))
@@ -142,7 +143,7 @@ def test_searching_deeper_checks_only_the_new_depth_and_gives_the_same_graphs(
     gives."""
     directory, options = closed_sets_dataset
     config = ClosedSets.resolve(options.strategy_config())
-    searchable = load_searchable(os.path.join(directory, "corpus"), config.decoy_pool, config.index)
+    searchable = load_searchable(corpus_folder(directory), config.decoy_pool, config.index)
     corpus, pool, rules = searchable.corpus, searchable.pools["train"], config.rules
     scratch = corpus.ngrams.scratch()
     rows, searched = pool.rows[::5][:200], 40  # shallower than a run's: rows fall short

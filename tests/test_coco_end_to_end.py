@@ -1,8 +1,8 @@
 """End to end on the real COCO 2017 validation captions (25,014 captions), defaults."""
 
 import json
-import os
 
+from schemas.layout import dataset_path
 from tests.dataset_checks import check_dataset
 
 
@@ -10,7 +10,7 @@ def test_coco_val2017_with_default_options(coco_dataset):
     output, options = coco_dataset
     assert (options.n_dev, options.n_test, options.neighbours) == (2000, 2000, 500)
     rows = check_dataset(options, sample=25)
-    with open(os.path.join(output, "statistics.json")) as handle:
+    with open(dataset_path(output, "statistics.json")) as handle:
         statistics = json.load(handle)
     assert statistics["skipped"]["normalize/duplicate_caption"] > 0
     # A closed-set caption may be the target of more than one instance: count targets.

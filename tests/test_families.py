@@ -4,12 +4,12 @@ does for every builder."""
 
 import dataclasses
 import json
-import os
 
 import pytest
 
 from pipelines.make_corpus import main as make_corpus
 from pipelines.options import GenerateOptions
+from schemas.layout import dataset_path
 from tests.conftest import SMALL, generated
 from tests.dataset_checks import SPLITS, check_dataset, read_corpus, read_parquet, written_dataset
 from transforms.language.forced_choice_tasks import OTHER_CAPTIONS
@@ -33,9 +33,9 @@ def test_every_strategy_writes_a_dataset_that_passes_the_common_checks_and_its_o
     rows = check_dataset(options, sample=10)  # runs strategy.invariants too
     every = [row for split in rows.values() for row in split]
     assert every and {len(row["options"]) for row in every} == {strategy.num_options}
-    with open(os.path.join(version, "statistics.json")) as handle:
+    with open(dataset_path(version, "statistics.json")) as handle:
         assert json.load(handle)["options_per_instance"] == strategy.num_options
-    with open(os.path.join(version, "README.md"), encoding="utf-8") as handle:
+    with open(dataset_path(version, "README.md"), encoding="utf-8") as handle:
         card = handle.read()
     assert all(f"```bibtex\n{reference}\n```" in card for reference in strategy.references)
 
@@ -77,7 +77,7 @@ def test_mcic_invariants_fail_on_a_decoy_that_is_not_algorithm_1s(strategy_datas
 def test_madlibs_easy_has_four_options_and_its_audit_a_chance_of_one_in_four(strategy_dataset):
     options = strategy_dataset("madlibs_easy")[1]
     assert STRATEGIES["madlibs_easy"].num_options == 4
-    with open(os.path.join(options.output, "statistics.json")) as handle:
+    with open(dataset_path(options.output, "statistics.json")) as handle:
         statistics = json.load(handle)
     assert statistics["text_only_audit"]["chance"] == pytest.approx(0.25)
 
@@ -93,7 +93,7 @@ def test_madlibs_hard_decoys_come_from_the_images_closest_to_the_targets_objects
             corpus, str(tmp_path / f"hard{bool(objects)}"), "madlibs_hard", objects=objects
         )
         rows = check_dataset(options, sample=20)
-        with open(os.path.join(options.output, "statistics.json")) as handle:
+        with open(dataset_path(options.output, "statistics.json")) as handle:
             report = json.load(handle)["strategy"]["same_objects"]
         assert report["decoys"] == 3 * sum(len(split) for split in rows.values())
         assert report["sharing_at_least_one_object"] > 0.9
@@ -104,7 +104,7 @@ def test_each_forced_choice_task_builds_two_option_instances_by_its_rule(strateg
     options = strategy_dataset(task)[1]  # its checks: the test over every strategy above
     rows = {split: read_parquet(options.output, split) for split in SPLITS}
     built = sum(len(split) for split in rows.values())
-    with open(os.path.join(options.output, "statistics.json")) as handle:
+    with open(dataset_path(options.output, "statistics.json")) as handle:
         statistics = json.load(handle)
     assert built >= 10, statistics["skipped"]
     edited = sum(statistics["splits"][split]["edited_decoys"] for split in rows)

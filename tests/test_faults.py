@@ -64,7 +64,7 @@ def _one_caption_changed(tmp: pathlib.Path, corpus: str) -> str:
 def _bad_inputs(tmp: pathlib.Path, corpus: str, model: str) -> list[tuple[list[str], str]]:
     """(generate's arguments, what its one stderr line must contain).
 
-    ``model``: the PV model a run on ``corpus`` saved (``pv/doc2vec.model``).
+    ``model``: the PV model a run on ``corpus`` saved (``build/pv/doc2vec.model``).
     """
     coco = json.dumps(COCO).encode()
     renamed = {**COCO, "images": [*COCO["images"], {"id": 1, "file_name": "other.jpg"}]}
@@ -131,7 +131,7 @@ def _bad_inputs(tmp: pathlib.Path, corpus: str, model: str) -> list[tuple[list[s
 def test_bad_inputs_are_one_line_on_stderr_and_exit_code_2(
     tmp_path, synthetic_corpus, small_dataset
 ):
-    model = str(pathlib.Path(small_dataset[0]) / "pv" / "doc2vec.model")
+    model = str(pathlib.Path(small_dataset[0]) / "build" / "pv" / "doc2vec.model")
     for args, message in _bad_inputs(tmp_path, synthetic_corpus, model):
         result = _command("generate", *args)
         lines = result.stderr.splitlines()
@@ -169,10 +169,10 @@ def test_statistics_account_for_every_input_caption(small_dataset):
     read = len(json.loads(pathlib.Path(options.input).read_text())["annotations"])
     targets = {
         caption_id
-        for path in pathlib.Path(directory).glob("parquet/*/*.parquet")
+        for path in pathlib.Path(directory).glob("dataset/parquet/*/*.parquet")
         for caption_id in pq.read_table(path).column("target_caption_id").to_pylist()
     }
-    statistics = json.loads((pathlib.Path(directory) / "statistics.json").read_text())
+    statistics = json.loads((pathlib.Path(directory) / "dataset" / "statistics.json").read_text())
     assert len(targets) + sum(statistics["skipped"].values()) == read
 
 
@@ -184,7 +184,7 @@ def damaged(small_dataset, tmp_path) -> pathlib.Path:
 
 
 def _shard(version: pathlib.Path) -> pathlib.Path:
-    return sorted(version.glob("parquet/train/train-*.parquet"))[0]
+    return sorted(version.glob("dataset/parquet/train/train-*.parquet"))[0]
 
 
 @pytest.mark.parametrize(
@@ -208,12 +208,12 @@ def test_a_damaged_shard_is_refused_by_verify_and_by_train(damaged, tmp_path, da
 
 
 def test_an_extra_file_and_a_missing_embedding_are_refused(damaged):
-    extra = damaged / "parquet" / "train" / "train-00099-of-00100.parquet"
+    extra = damaged / "dataset" / "parquet" / "train" / "train-00099-of-00100.parquet"
     extra.write_bytes(b"x")
     with pytest.raises(InputError, match="not part of the version"):
         verify_version(str(damaged))
     extra.unlink()
-    (damaged / "corpus" / "embeddings.npy").unlink()
+    (damaged / "build" / "corpus" / "embeddings.npy").unlink()
     with pytest.raises(InputError, match=r"corpus/embeddings\.npy: missing"):
         verify_version(str(damaged))
 

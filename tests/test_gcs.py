@@ -115,7 +115,7 @@ def test_a_failed_gcs_run_is_not_published_and_the_next_one_clears_it(gcs, corpu
     assert any(name.endswith(".parquet") for name in left)
     assert not any(name.endswith(("_COMPLETE", "latest.txt")) for name in left)
     failed = next(iter(left)).split("/")[2]
-    stale = f"failing/versions/{failed}/parquet/train/train-00000-of-00009.parquet"
+    stale = f"failing/versions/{failed}/dataset/parquet/train/train-00000-of-00009.parquet"
     client.bucket(BUCKET).blob(stale).upload_from_string(b"a shard of another shard count")
 
     version = run(options).version

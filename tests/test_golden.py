@@ -10,8 +10,8 @@ differs between two runs of the same code is normalised first, file by file:
 - ``manifest.json``: its creation time, the code's commit and package versions, the
   ``*_ms`` timing counters, the temporary input and output paths, and the listed
   size and sha256 of the two files below (whose content is checked normalised);
-- ``README.md`` (the version's card): the Python and package versions it names;
-- ``pv/doc2vec.model``: gensim's lifecycle log (times, paths, platform) and training time;
+- ``dataset/README.md`` (the version's card): the Python and package versions it names;
+- ``build/pv/doc2vec.model``: gensim's lifecycle log (times, paths, platform) and training time;
 - ``_COMPLETE``: its completion time.
 
 When a change to the outputs is intended, regenerate the golden file and commit it
@@ -27,12 +27,14 @@ import pickle
 from collections.abc import Callable
 
 from pipelines.versions import COMPLETE_FILE, MANIFEST_FILE, read_manifest
+from schemas.layout import BUILD, DATASET
 from transforms.report.card import CARD_FILE
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "synthetic_outputs.json")
-MODEL_FILE = "pv/doc2vec.model"
+MODEL_FILE = f"{BUILD}/pv/doc2vec.model"
+VERSION_CARD = f"{DATASET}/{CARD_FILE}"
 # Files normalised below, whose size and sha256 in the manifest are then normalised too.
-RUN_DEPENDENT = (CARD_FILE, MODEL_FILE)
+RUN_DEPENDENT = (VERSION_CARD, MODEL_FILE)
 NORMALISED = "<normalised>"
 
 
@@ -124,7 +126,7 @@ def normalisers(
     """Path under the output -> what makes that file's bytes the same on every run."""
     return {
         f"{version}/{MANIFEST_FILE}": json_normaliser(normalised_manifest, places),
-        f"{version}/{CARD_FILE}": card_normaliser(code),
+        f"{version}/{VERSION_CARD}": card_normaliser(code),
         f"{version}/{MODEL_FILE}": normalised_model,
         f"{version}/{COMPLETE_FILE}": json_normaliser(normalised_marker, places),
     }

@@ -22,7 +22,7 @@ import yaml
 from pipelines.generate import run
 from pipelines.options import GenerateOptions
 from schemas.instance import FIELDS
-from schemas.layout import FEATURE_SPEC_FILE, TFRECORD, shard_pattern
+from schemas.layout import FEATURE_SPEC_FILE, TFRECORD, dataset_path, shard_pattern
 from schemas.tf_example import tfrecord_feature_spec
 from tests.conftest import SMALL
 from tests.dataset_checks import SPLITS, read_parquet
@@ -77,7 +77,7 @@ def run_snippet(snippet: str, root: pathlib.Path, tmp_path: pathlib.Path) -> str
 
 
 def statistics(version: str) -> dict:
-    return json.loads(pathlib.Path(version, "statistics.json").read_text())
+    return json.loads(pathlib.Path(dataset_path(version, "statistics.json")).read_text())
 
 
 def test_the_manual_has_the_three_snippets():
@@ -86,7 +86,7 @@ def test_the_manual_has_the_three_snippets():
 
 def test_latest_is_a_path_and_pandas_reads_one_split_of_it(two_versions, tmp_path):
     root, _, latest = two_versions
-    assert (root / "latest").resolve() == pathlib.Path(latest).resolve()
+    assert (root / "latest").resolve() == pathlib.Path(dataset_path(latest)).resolve()
     assert (root / "latest.txt").read_text().strip() == pathlib.Path(latest).name
     printed = run_snippet(loading_snippets()["pandas"], root, tmp_path)
     count = statistics(latest)["splits"]["dev"]["instances"]
@@ -113,7 +113,7 @@ def test_datasets_and_a_dataloader_read_the_latest_version_only(two_versions, tm
 def test_the_tf_data_snippet_parses_and_its_spec_matches_every_record(two_versions):
     _, _, latest = two_versions
     ast.parse(loading_snippets()["json"])
-    spec = json.loads(pathlib.Path(latest, FEATURE_SPEC_FILE).read_text())
+    spec = json.loads(pathlib.Path(dataset_path(latest, FEATURE_SPEC_FILE)).read_text())
     assert spec == tfrecord_feature_spec(5)
     kinds = {"string": bytes, "int64": int, "float32": float}
     for split in SPLITS:
@@ -135,11 +135,12 @@ def front_matter(card: pathlib.Path) -> tuple[dict, str]:
 
 def test_the_version_card_describes_the_version(two_versions):
     _, _, latest = two_versions
-    header, body = front_matter(pathlib.Path(latest, "README.md"))
+    dataset = pathlib.Path(dataset_path(latest))
+    header, body = front_matter(dataset / "README.md")
     values = statistics(latest)
     [config] = header["configs"]
     for entry in config["data_files"]:
-        files = sorted(pathlib.Path(latest).glob(entry["path"]))
+        files = sorted(dataset.glob(entry["path"]))
         assert files, entry
         rows = sum(pq.ParquetFile(path).metadata.num_rows for path in files)
         assert rows == values["splits"][entry["split"]]["instances"]
@@ -152,7 +153,7 @@ def test_the_version_card_describes_the_version(two_versions):
     assert header["license"] == "cc-by-4.0"
     assert values["text_only_audit"]["verdict"]["line"] in body
     for plot in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", body):
-        assert pathlib.Path(latest, plot).read_bytes().startswith(b"\x89PNG")
+        assert (dataset / plot).read_bytes().startswith(b"\x89PNG")
     assert len(re.findall(r"!\[", body)) == 3
     assert "@inproceedings{ding2016dmc" in body and "closed_sets" in body
     for split in SPLITS:
@@ -166,7 +167,9 @@ def test_the_root_card_names_the_latest_versions_files(two_versions):
     header, body = front_matter(root / "README.md")
     name = pathlib.Path(latest).name
     paths = [entry["path"] for entry in header["configs"][0]["data_files"]]
-    assert paths == [f"versions/{name}/parquet/{split}/{split}-*.parquet" for split in SPLITS]
-    assert f"versions/{name}/README.md" in body
+    assert paths == [
+        f"versions/{name}/dataset/parquet/{split}/{split}-*.parquet" for split in SPLITS
+    ]
+    assert f"versions/{name}/dataset/README.md" in body
     counts = {s["name"]: s["num_examples"] for s in header["dataset_info"]["splits"]}
     assert counts == {split: len(read_parquet(latest, split)) for split in SPLITS}

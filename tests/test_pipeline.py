@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 import pyarrow.parquet as pq
 
+from schemas.layout import corpus_folder, dataset_path
 from tests.dataset_checks import check_dataset
 
 
@@ -21,7 +22,7 @@ def test_split_pool_draws_decoys_from_the_targets_split_on_two_workers(small_dat
 
 def test_statistics_count_every_caption(small_dataset):
     output, _ = small_dataset
-    with open(os.path.join(output, "statistics.json")) as handle:
+    with open(dataset_path(output, "statistics.json")) as handle:
         statistics = json.load(handle)
     with open(os.path.join(output, "manifest.json")) as handle:
         manifest = json.load(handle)
@@ -65,7 +66,7 @@ def test_random_decoys_are_drawn_uniformly_from_other_images(random_dataset, mci
         )
         assert len(set(row["decoy_caption_ids"])) == 4
         assert row["decoy_score"] == sorted(row["decoy_score"], reverse=True)
-    corpus = pq.read_table(os.path.join(random_dataset, "corpus", "captions.parquet"))
+    corpus = pq.read_table(os.path.join(corpus_folder(random_dataset), "captions.parquet"))
     split_of = dict(zip(*corpus.select(["caption_id", "split"]).to_pydict().values(), strict=True))
     decoy_splits = Counter(split_of[cid] for row in rows for cid in row["decoy_caption_ids"])
     caption_splits = Counter(split_of.values())
@@ -77,7 +78,7 @@ def test_random_decoys_are_drawn_uniformly_from_other_images(random_dataset, mci
     )
     assert random_pv < mcic_pv - 0.3
     config = GenerateOptions(input="", output="").index_config()
-    searchable = load_searchable(os.path.join(random_dataset, "corpus"), "all", config)
+    searchable = load_searchable(corpus_folder(random_dataset), "all", config)
     targets = np.arange(50)
     first = draw(searchable.corpus, searchable.pools["all"], targets, 4, seed=0)
     again = draw(searchable.corpus, searchable.pools["all"], targets, 4, seed=0)

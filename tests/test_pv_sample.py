@@ -61,7 +61,7 @@ def _write(output: pathlib.Path, sample: int, pretrained: str = "", seed: int = 
 
 
 def _files(output: pathlib.Path) -> dict[str, bytes]:
-    corpus = output / "corpus"
+    corpus = output / "build" / "corpus"
     return {name: (corpus / name).read_bytes() for name in sorted(os.listdir(corpus))}
 
 
@@ -70,15 +70,15 @@ def test_a_sampled_run_trains_its_sample_and_infers_the_others(tmp_path):
     captions = _captions()
     ids = [c.caption_id for c in captions]
     sample = train_sample_rows(ids, 300, PV.seed)
-    trained = np.load(tmp_path / "corpus" / TRAINED_ROWS)
+    trained = np.load(tmp_path / "build" / "corpus" / TRAINED_ROWS)
     np.testing.assert_array_equal(trained, sample)
     assert len(trained) == 300 and ref.size == len(captions) == 800
 
-    model = load_model(str(tmp_path / "pv" / "doc2vec.model"))
+    model = load_model(str(tmp_path / "build" / "pv" / "doc2vec.model"))
     assert len(model.dv) == 300  # the sample's document vectors, no others
     assert getattr(model, TRAIN_SAMPLE)["captions"] == 300
     assert getattr(model, TRAIN_SAMPLE)["of"] == 800
-    corpus = load_corpus(str(tmp_path / "corpus"))
+    corpus = load_corpus(str(tmp_path / "build" / "corpus"))
     np.testing.assert_array_equal(corpus.embeddings[sample], unit_vectors(model))
     rest = np.setdiff1d(np.arange(800), sample)
     inferred, unknown = infer_vectors(
@@ -90,7 +90,7 @@ def test_a_sampled_run_trains_its_sample_and_infers_the_others(tmp_path):
     np.testing.assert_array_equal(
         corpus.own_closeness, own_closeness(corpus.embeddings, corpus.image_of)
     )
-    assert not (tmp_path / "corpus" / INFERRED_DIRECTORY).exists()  # shards removed
+    assert not (tmp_path / "build" / "corpus" / INFERRED_DIRECTORY).exists()  # shards removed
 
 
 def test_at_or_below_the_sample_size_every_caption_is_trained_as_before(tmp_path):
@@ -125,7 +125,7 @@ def test_a_sampled_corpus_is_byte_identical_on_one_and_two_workers(tmp_path, mon
 
 def test_a_sampled_model_is_reused_only_for_its_own_sample(tmp_path):
     _write(tmp_path / "first", 300)
-    model = str(tmp_path / "first" / "pv" / "doc2vec.model")
+    model = str(tmp_path / "first" / "build" / "pv" / "doc2vec.model")
     _write(tmp_path / "again", 300, pretrained=model)
     assert _files(tmp_path / "again") == _files(tmp_path / "first")
     for sample, seed, words in (
@@ -142,7 +142,7 @@ def test_a_sampled_model_is_reused_only_for_its_own_sample(tmp_path):
 
 def test_a_model_of_every_caption_is_reused_whole_by_a_sampled_run(tmp_path):
     _write(tmp_path / "full", 0)
-    model = str(tmp_path / "full" / "pv" / "doc2vec.model")
+    model = str(tmp_path / "full" / "build" / "pv" / "doc2vec.model")
     _write(tmp_path / "reused", 300, pretrained=model)
     assert _files(tmp_path / "reused") == _files(tmp_path / "full")
 

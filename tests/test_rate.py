@@ -449,13 +449,18 @@ def test_the_app_is_answered_in_chromium_and_the_import_reports_the_chosen_table
     )
     assert manifest["human_filter"]["ratings"] == str(ratings)
     assert sorted(row["example_id"] for row in read_dev(subset)) == kept
-    card_text = (pathlib.Path(subset) / "README.md").read_text()
+    card_text = (pathlib.Path(subset) / "dataset" / "README.md").read_text()
     assert f"holds the {len(kept)} instances the raters" in " ".join(card_text.split())
     source, filtered = version_files(version), version_files(subset)
     same = {
-        path for path in source if not path.startswith(("parquet/dev", "tfrecord/dev", "mcic/dev"))
+        path
+        for path in source
+        if not path.startswith(("dataset/parquet/dev", "dataset/tfrecord/dev", "dataset/mcic/dev"))
     }
-    changed = {"README.md", "statistics.json", "decoy_similarities.png", "split_sizes.png"}
+    changed = {
+        f"dataset/{name}"
+        for name in ("README.md", "statistics.json", "decoy_similarities.png", "split_sizes.png")
+    }
     assert {path for path in same - changed if source[path] != filtered[path]} == set()
     assert main(["filter", "--ratings", str(ratings), "--output", str(output)]) == 0
     assert capsys.readouterr().out.startswith("up to date: ")
@@ -562,7 +567,7 @@ def test_the_filter_claims_its_version_as_generate_does(small_dataset, job, tmp_
     argv = ["filter", "--ratings", str(ratings), "--output", str(output)]
     capsys.readouterr()
     with claimed(str(version)) as owner:
-        left = version / "parquet" / "dev" / "dev-00000-of-00001.parquet"
+        left = version / "dataset" / "parquet" / "dev" / "dev-00000-of-00001.parquet"
         left.parent.mkdir(parents=True)
         left.write_bytes(b"the other run's shard")
         assert main(argv) == 2

@@ -17,6 +17,7 @@ import pytest
 
 from pipelines.options import GenerateOptions
 from pipelines.versions import read_manifest
+from schemas.layout import corpus_folder
 from tests.conftest import TRAINING, generated
 from tests.dataset_checks import check_dataset, read_parquet
 from transforms import spill
@@ -39,7 +40,7 @@ def sharded_dataset(training_corpus, tmp_path_factory) -> tuple[str, GenerateOpt
 
 
 def coverage(directory: str, split: str) -> float:
-    corpus = pq.read_table(os.path.join(directory, "corpus", "captions.parquet")).to_pylist()
+    corpus = pq.read_table(os.path.join(corpus_folder(directory), "captions.parquet")).to_pylist()
     captions = {c["caption_id"] for c in corpus if c["split"] == split}
     targets = {row["target_caption_id"] for row in read_parquet(directory, split)}
     return len(targets) / len(captions)
@@ -169,10 +170,10 @@ def test_edges_and_instances_cut_into_many_files_give_the_same_bytes_and_none_is
         assert metrics[f"spilled/{name}"] > before[f"spilled/{name}"], name
     assert dataset_bytes(directory) == dataset_bytes(sharded_dataset[0])
     for version in (directory, sharded_dataset[0]):
-        left = os.listdir(os.path.join(version, "corpus"))
+        left = os.listdir(corpus_folder(version))
         assert not [name for name in left if name in SPILLED or name.startswith("shards-")]
 
 
 def split_sizes(directory: str) -> Counter:
-    corpus = pq.read_table(os.path.join(directory, "corpus", "captions.parquet"))
+    corpus = pq.read_table(os.path.join(corpus_folder(directory), "captions.parquet"))
     return Counter(corpus.column("split").to_pylist())

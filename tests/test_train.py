@@ -20,6 +20,7 @@ from pipelines.options import GenerateOptions, TrainOptions
 from pipelines.train import main, run
 from pipelines.versions import describe_file, read_manifest
 from schemas.instance import ARROW_SCHEMA, DECOY, FIELDS, OPTION
+from schemas.layout import build_path, corpus_folder, dataset_path
 from tests.dataset_checks import read_parquet
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.errors import InputError
@@ -100,9 +101,9 @@ def test_fitting_never_holds_more_examples_than_the_fit_buffer(random_run, rando
 def test_text_only_audits_report_what_the_files_give(mcic_dataset, mcic_results):
     dataset = mcic_dataset
     _, results = mcic_results
-    corpus = pq.read_table(os.path.join(dataset, "corpus", "captions.parquet")).to_pylist()
+    corpus = pq.read_table(os.path.join(corpus_folder(dataset), "captions.parquet")).to_pylist()
     row_of = {caption["caption_id"]: row for row, caption in enumerate(corpus)}
-    embeddings = np.load(os.path.join(dataset, "corpus", "embeddings.npy"))
+    embeddings = np.load(os.path.join(corpus_folder(dataset), "embeddings.npy"))
     seen = {option for row in read_parquet(dataset, "train") for option in row["options"]}
     for split in ("dev", "test"):
         rows = read_parquet(dataset, split)
@@ -170,8 +171,8 @@ def test_every_trained_model_is_written(mcic_results):
 
 def image_features_by_file_name(dataset: str, path: str, drop: int = 0) -> None:
     """Each image's mean PV vector, keyed by file name (an oracle stand-in for CNN features)."""
-    corpus = pq.read_table(os.path.join(dataset, "corpus", "captions.parquet")).to_pylist()
-    embeddings = np.load(os.path.join(dataset, "corpus", "embeddings.npy"))
+    corpus = pq.read_table(os.path.join(corpus_folder(dataset), "captions.parquet")).to_pylist()
+    embeddings = np.load(os.path.join(corpus_folder(dataset), "embeddings.npy"))
     rows_of: dict[str, list[int]] = {}
     for row, caption in enumerate(corpus):
         rows_of.setdefault(caption["file_name"], []).append(row)
@@ -252,7 +253,7 @@ def rewrite_shards(version: str, rewrite: Callable[[list[dict], str], list[dict]
     """Rewrites every Parquet shard with the instance schema and updates the manifest."""
     manifest = read_manifest(version)
     entries = {entry["path"]: entry for entry in manifest["files"]}
-    for path in sorted(glob.glob(os.path.join(version, "parquet", "*", "*.parquet"))):
+    for path in sorted(glob.glob(dataset_path(version, "parquet", "*", "*.parquet"))):
         rows = rewrite(pq.read_table(path).to_pylist(), path)
         pq.write_table(pa.Table.from_pylist(rows, schema=ARROW_SCHEMA), path)
         relative = os.path.relpath(path, version)
@@ -326,7 +327,7 @@ def edited_instances(version: str) -> list[dict]:
 def test_an_edited_instances_vectors_are_all_inferred_and_features_come_from_texts(four_options):
     config = TrainOptions(dataset=four_options, output="").feature_config(four_options)
     space = load_feature_space(config)
-    model = load_model(os.path.join(four_options, "pv", "doc2vec.model"))
+    model = load_model(build_path(four_options, "pv", "doc2vec.model"))
     instances = edited_instances(four_options)
     assert len(instances) > 50
     for instance in instances[:20]:
@@ -386,7 +387,7 @@ def test_inferred_vectors_do_not_depend_on_the_process(four_options):
 def test_a_version_mixing_numbers_of_options_is_an_error_naming_the_file(mcic_dataset, tmp_path):
     version = str(tmp_path / "mixed")
     shutil.copytree(mcic_dataset, version)
-    [shard, *_] = sorted(glob.glob(os.path.join(version, "parquet", "test", "*.parquet")))
+    [shard, *_] = sorted(glob.glob(dataset_path(version, "parquet", "test", "*.parquet")))
 
     def four_in_one_shard(rows: list[dict], path: str) -> list[dict]:
         return [fewer_options(row, 4, reversed_words) for row in rows] if path == shard else rows

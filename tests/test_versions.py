@@ -78,7 +78,7 @@ def test_a_failed_run_leaves_latest_alone_and_the_next_run_completes(synthetic_c
         run(changed)
     versions = pathlib.Path(root, "versions")
     [failed] = [p for p in versions.iterdir() if p.is_dir() and p.name != old.name]
-    assert list(failed.glob("parquet/train/*.parquet"))  # partial files are there ...
+    assert list(failed.glob("dataset/parquet/train/*.parquet"))  # partial files are there ...
     assert not (failed / COMPLETE_FILE).exists()  # ... but never marked complete
     assert _latest(root) == old.name
     assert completed_dataset(root) == old.directory
@@ -98,7 +98,10 @@ def test_a_killed_run_is_never_published(synthetic_corpus, tmp_path):
     args += ["--output", str(root), *(f"--{name}={value}" for name, value in SMALL.items())]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while not list(root.glob("versions/*/corpus/embeddings.npy")) and time.monotonic() < deadline:
+    while (
+        not list(root.glob("versions/*/build/corpus/embeddings.npy"))
+        and time.monotonic() < deadline
+    ):
         assert process.poll() is None, "the run ended before it could be killed"
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
@@ -129,7 +132,7 @@ def test_after_a_repair_with_force_the_plain_command_and_regenerate_are_up_to_da
     args += [f"--{name}={value}" for name, value in SMALL.items()]
     assert main(args) == 0
     first = completed_dataset(root)
-    next(pathlib.Path(first).glob("parquet/train/*.parquet")).unlink()
+    next(pathlib.Path(first).glob("dataset/parquet/train/*.parquet")).unlink()
     capsys.readouterr()
     assert main(args) == 2
     assert "missing (the version's manifest.json lists it)" in capsys.readouterr().err
@@ -165,7 +168,7 @@ def test_latest_is_pointed_at_the_version_whatever_it_was(tmp_path, latest, capl
     fresh.symlink_to("versions/v1")
     os.utime(stale, (time.time() - 3600,) * 2, follow_symlinks=False)
     link_latest(str(output), "v2")
-    assert os.readlink(link) == os.path.join("versions", "v2")
+    assert os.readlink(link) == os.path.join("versions", "v2", "dataset")
     assert not stale.is_symlink() and fresh.is_symlink()  # a live run's is left alone
     aside = list(output.glob("latest.replaced-*"))
     if latest == "directory":
@@ -197,7 +200,9 @@ def test_a_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_nothin
     deadline = time.monotonic() + 120
     # Paused after its corpus and model, before its shards: once its index is written
     # (a write in flight at the pause would complete; the indexes are the same bytes).
-    while not list(root.glob("versions/*/corpus/index-*.faiss")) and time.monotonic() < deadline:
+    while (
+        not list(root.glob("versions/*/build/corpus/index-*.faiss")) and time.monotonic() < deadline
+    ):
         assert paused.poll() is None, "the run ended before it could be paused"
         time.sleep(0.05)
     paused.send_signal(signal.SIGSTOP)

@@ -9,7 +9,7 @@ import transforms.dataset.write
 from pipelines.versions import COMPLETE_FILE, read_manifest, verify_version
 
 # Written by every run, with times in them; the dataset is the rest.
-RUN_RECORDS = {"manifest.json", COMPLETE_FILE, "pv/doc2vec.model"}
+RUN_RECORDS = {"manifest.json", COMPLETE_FILE, "build/pv/doc2vec.model"}
 
 
 def version_files(directory: str) -> dict[str, str]:

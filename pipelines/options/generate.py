@@ -40,7 +40,8 @@ class RunOptions:
     output: str = option(
         REQUIRED,
         "output root: each run writes OUTPUT/versions/<version>/ and makes it the latest "
-        "(OUTPUT/latest.txt, the OUTPUT/latest symlink on a local disk, OUTPUT/README.md); "
+        "(OUTPUT/latest.txt, the OUTPUT/latest symlink to its dataset/ on a local disk, "
+        "OUTPUT/README.md); "
         "through Beam's filesystems",
         group=Group.IO,
     )
@@ -132,10 +133,10 @@ class RunOptions:
     )
     pv_model: str = option(
         "",
-        "use this trained Doc2Vec model instead of training one: a `pv/doc2vec.model` written "
-        "by `generate` or the winner `optimize` kept, on exactly these captions in this order "
-        "(the model carries their checksum); one saved by gensim itself, or of other captions, "
-        "is refused",
+        "use this trained Doc2Vec model instead of training one: a `build/pv/doc2vec.model` "
+        "written by `generate` or the winner `optimize` kept, on exactly these captions in this "
+        "order (the model carries their checksum); one saved by gensim itself, or of other "
+        "captions, is refused",
         group=Group.PV,
     )
     optimize: bool = option(

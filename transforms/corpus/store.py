@@ -5,12 +5,12 @@ whole pool. So :class:`TrainParagraphVectors` has the workers write the captions
 in parts (``corpus/caption_parts/``), gathers only the parts' paths, reads the
 parts on one worker, trains the model there and writes the corpus to files:
 
-    <output>/corpus/captions.parquet   caption table, rows in caption-id order
-    <output>/corpus/embeddings.npy     unit PV vectors, one row per caption
-    <output>/corpus/ngrams.npz         n-gram table for simSURF
-    <output>/corpus/own_closeness.npy  per caption: mean simPV to its image's other captions
-    <output>/pv/doc2vec.model          the trained gensim model
-    <output>/corpus/pv_trained_rows.npy  a sampled run's: the rows PV trained on
+    <output>/build/corpus/captions.parquet   caption table, rows in caption-id order
+    <output>/build/corpus/embeddings.npy     unit PV vectors, one row per caption
+    <output>/build/corpus/ngrams.npz         n-gram table for simSURF
+    <output>/build/corpus/own_closeness.npy  per caption: mean simPV to its image's other captions
+    <output>/build/pv/doc2vec.model          the trained gensim model
+    <output>/build/corpus/pv_trained_rows.npy  a sampled run's: the rows PV trained on
 
 Above ``--pv_train_sample`` captions, PV trains on a seeded sample of that many
 and the other captions' vectors are inferred in parallel over shards
@@ -43,6 +43,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
 from gensim.models.doc2vec import Doc2Vec
 
+from schemas.layout import build_path, corpus_folder
 from schemas.records import Caption, caption_order
 from transforms.corpus import inference
 from transforms.corpus.paragraph_vectors import (
@@ -249,7 +250,7 @@ def read_npy(path: str) -> np.ndarray:
 
 
 def model_path(output: str) -> str:
-    return FileSystems.join(output, "pv", "doc2vec.model")
+    return build_path(output, "pv", "doc2vec.model")
 
 
 def caption_table(columns: dict[str, Sequence[str]]) -> pa.Table:
@@ -295,7 +296,7 @@ def corpus_ref(directory: str, split_of: np.ndarray) -> CorpusRef:
 def write_corpus(corpus: Corpus, model, output: str, fence: Callable[[], None]) -> CorpusRef:
     """The corpus files, then the model: the one file whose bytes differ from run to run
     (gensim logs times in it), so the fence is checked again just before it."""
-    directory = FileSystems.join(output, "corpus")
+    directory = corpus_folder(output)
     write_tables(caption_table(corpus.captions), corpus.ngrams, directory)
     write_vectors(directory, corpus.embeddings, corpus.own_closeness)
     fence()
@@ -366,7 +367,7 @@ class TrainParagraphVectors(beam.PTransform):
         self._fence = fence
 
     def expand(self, captions):
-        parts = FileSystems.join(self._output, "corpus", PARTS_DIRECTORY)
+        parts = FileSystems.join(corpus_folder(self._output), PARTS_DIRECTORY)
         trained = (
             captions
             | "Parts" >> beam.BatchElements(min_batch_size=PART_SIZE, max_batch_size=PART_SIZE)
@@ -415,7 +416,7 @@ def train_on_parts(parts: list[str], *, output: str, **train: Any) -> TrainedCor
         with FileSystems.open(path) as handle:
             tables.append(pq.read_table(handle))
     trained = train_and_store(pa.concat_tables(tables), output=output, **train)
-    delete_folder(FileSystems.join(output, "corpus", PARTS_DIRECTORY))
+    delete_folder(FileSystems.join(corpus_folder(output), PARTS_DIRECTORY))
     del tables
     release_freed_memory()
     return trained
@@ -594,7 +595,7 @@ def train_and_store(
             corpus = make_corpus(columns, unit_vectors(model), encode_ngrams(documents))
             ref = write_corpus(corpus, model, output, fence)
             return TrainedCorpus(ref, model_path(output), 0)
-        directory = FileSystems.join(output, "corpus")
+        directory = corpus_folder(output)
         write_tables(captions, encode_ngrams(documents), directory)
         write_npy(FileSystems.join(directory, inference.TRAINED_ROWS), trained)
         fence()

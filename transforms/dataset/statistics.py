@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.layout import PARQUET, shard_pattern
+from schemas.layout import PARQUET, build_path, corpus_folder, shard_pattern
 from schemas.records import Skip
 from transforms.corpus.normalize import TRUNCATED
 from transforms.corpus.split import SPLITS
@@ -35,7 +35,7 @@ from transforms.strategies.validity import RULES
 DECOY_MEASURES = {"sim_pv": "decoy_sim_pv", "sim_surf": "decoy_sim_surf", "score": "decoy_score"}
 HISTOGRAM_EDGES = np.linspace(-1.0, 1.0, 41)
 SKIPPED_NAME = "skipped"
-# <output>/skipped/skipped-SSSSS-of-NNNNN.jsonl
+# <version>/build/skipped/skipped-SSSSS-of-NNNNN.jsonl
 SKIPPED = Format(SKIPPED_NAME, ".jsonl", text_bytes)
 
 
@@ -44,7 +44,8 @@ def skipped_shards(ref: CorpusRef) -> int:
 
 
 class WriteSkips(beam.PTransform):
-    """Skip records -> JSON lines under <output>/skipped/, one per skipped record."""
+    """Skip records -> JSON lines under <output>/skipped/ (a version's build folder), one
+    per skipped record."""
 
     def __init__(
         self, *, output: str, corpus: beam.PCollection, fence: Callable[[], None] = unfenced
@@ -79,11 +80,11 @@ def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip], dict[str
         instances[split] = pa.concat_tables(tables) if tables else None
     skips = [
         Skip(**parse_json(path, line))
-        for path in list_files(FileSystems.join(output, SKIPPED.directory, "*.jsonl"))
+        for path in list_files(build_path(output, SKIPPED.directory, "*.jsonl"))
         for line in read_file(path).decode("utf-8").splitlines()
         if line
     ]
-    corpus = FileSystems.join(output, "corpus", "captions.parquet")
+    corpus = FileSystems.join(corpus_folder(output), "captions.parquet")
     captions = {}
     if FileSystems.exists(corpus):
         table = next(read_parquet_files(corpus, ["split"]))

@@ -86,12 +86,13 @@ def front_matter(data_directory: str, splits: dict[str, dict], license: str) -> 
     return "\n".join(lines) + "\n"
 
 
-def root_card(version_directory: str, splits: dict[str, dict], license: str) -> str:
-    """The output root's card: loading the root loads the latest version only."""
+def root_card(name: str, dataset_directory: str, splits: dict[str, dict], license: str) -> str:
+    """The output root's card: loading the root loads the latest version's dataset only.
+    ``dataset_directory``: that version's dataset folder, relative to the root."""
     body = Template(assets.read("root_card.md")).substitute(
-        name=version_directory.rsplit("/", 1)[-1], card=f"{version_directory}/{CARD_FILE}"
+        name=name, card=f"{dataset_directory}/{CARD_FILE}"
     )
-    return front_matter(version_directory, splits, license) + "\n" + body
+    return front_matter(dataset_directory, splits, license) + "\n" + body
 
 
 def _table_one(statistics: dict) -> str:

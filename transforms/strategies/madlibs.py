@@ -19,7 +19,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.layout import PARQUET, shard_pattern
+from schemas.layout import PARQUET, corpus_folder, shard_pattern
 from schemas.options import Group, option
 from transforms.corpus.neighbours import Finder, Pool, pool_similarities
 from transforms.corpus.read import expand_inputs
@@ -138,7 +138,7 @@ class SameObjects:
 def same_objects_report(directory: str) -> dict:
     """How often "same objects" was met, from the written instances: per decoy, whether its
     image has exactly the target image's categories, and how many of them it shares."""
-    corpus = FileSystems.join(directory, "corpus")
+    corpus = corpus_folder(directory)
     objects = read_npy(FileSystems.join(corpus, OBJECTS_FILE))
     [captions] = read_parquet_files(FileSystems.join(corpus, "captions.parquet"), ["image_id"])
     image_ids = np.unique(captions.column("image_id").to_numpy(zero_copy_only=False))
@@ -178,7 +178,7 @@ def same_objects(dataset: WrittenDataset) -> None:
         for caption in corpus:
             texts.setdefault(caption["image_id"], []).append(caption["text"].split())
         sets = {image: image_objects(texts[image]) for image in image_ids}
-    written = read_npy(FileSystems.join(dataset.directory, "corpus", OBJECTS_FILE))
+    written = read_npy(FileSystems.join(corpus_folder(dataset.directory), OBJECTS_FILE))
     columns = [category_id for category_id, _, _ in CATEGORIES]
     for image, row in zip(image_ids, written, strict=True):
         holds({columns[c] for c in np.flatnonzero(row)} == set(sets[image]), image)

@@ -51,9 +51,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
 from schemas.examples import TEXT_FEATURES, Example
-from schemas.layout import PARQUET, shard_pattern
+from schemas.layout import PARQUET, corpus_folder, shard_pattern
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
-from transforms.corpus.store import Corpus, load_corpus
+from transforms.corpus.store import Corpus, load_corpus, model_path
 from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 from transforms.errors import InputError
 from transforms.files import list_files, read_file
@@ -260,7 +260,7 @@ class FeatureSpace:
     def pv_model(self):
         """The version's PV-DBOW model, read on the first edited option (versions without any
         never read it)."""
-        path = FileSystems.join(self.config.dataset, "pv", "doc2vec.model")
+        path = model_path(self.config.dataset)
         model = load_model(path)
         if model.dm:
             raise InputError(
@@ -287,7 +287,7 @@ class FeatureSpace:
 
 
 def load_feature_space(config: FeatureConfig) -> FeatureSpace:
-    corpus = load_corpus(FileSystems.join(config.dataset, "corpus"))
+    corpus = load_corpus(corpus_folder(config.dataset))
     columns = corpus.captions
     images: ConceptImages | TableImages
     if config.image_features:
