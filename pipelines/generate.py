@@ -28,7 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import Fence
 from pipelines.cli import Command
-from pipelines.lifecycle import STATISTICS_FILE, Produced, write_version
+from pipelines.lifecycle import STATISTICS_FILE, Produced, not_published, write_version
 from pipelines.manifest import build_manifest, file_checksum
 from pipelines.optimize import REPORT_FILE, SEARCH_DIRECTORY, run_search
 from pipelines.options import GenerateOptions
@@ -51,12 +51,13 @@ from transforms.corpus.store import TrainParagraphVectors
 from transforms.dataset.instances import BuildInstances
 from transforms.dataset.statistics import WriteSkips, table_one
 from transforms.dataset.write import WriteInstances, records_written
-from transforms.errors import InputError
+from transforms.errors import InputError, NotPublished
 from transforms.files import check_location, read_json, unfenced, write_json
 from transforms.search.optimize import report_table
 from transforms.strategies.adversarial import REPORT_FILE as ADVERSARIAL_FILE
 from transforms.strategies.adversarial import AdversarialFilter
 from transforms.strategies.registry import STRATEGIES
+from transforms.trainer.dataset_audit import held_back
 from transforms.trainer.metrics import metrics_table
 
 
@@ -144,10 +145,14 @@ def input_checksums(options: GenerateOptions, inputs: list[str]) -> list[dict]:
     return checksums
 
 
-def up_to_date(output: str, version: Version) -> Generated:
+def up_to_date(options: GenerateOptions, version: Version) -> Generated:
+    """The completed version, made the latest again unless its audit gate holds it back."""
     verify_version(version.directory)
-    point_latest(output, version)
     statistics = read_json(dataset_path(version.directory, STATISTICS_FILE))
+    leak = held_back(options.audit_gate, statistics["text_only_audit"])
+    if leak is not None:
+        raise NotPublished(not_published(version, leak))
+    point_latest(options.output, version)
     return Generated(version, statistics, up_to_date=True)
 
 
@@ -166,12 +171,12 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     checksums = input_checksums(options, inputs)
     version = plan_version(options.output, version_name(options, checksums), force=options.force)
     if version.complete:
-        return up_to_date(options.output, version)
+        return up_to_date(options, version)
     published = write_version(
         options.output, version, partial(generate, options, beam_args, inputs, checksums)
     )
     if published is None:  # another run completed it meanwhile
-        return up_to_date(options.output, dataclasses.replace(version, complete=True))
+        return up_to_date(options, dataclasses.replace(version, complete=True))
     return Generated(published.version, published.statistics, up_to_date=False)
 
 
@@ -212,6 +217,7 @@ def generate(
         manifest=build_manifest(options, checksums, beam_args, search),
         audit=options.audit_config(directory),
         statistics=strategy_sections(options),
+        audit_gate=options.audit_gate,
     )
 
 

@@ -28,11 +28,11 @@ from pipelines.versions import (
 )
 from schemas.layout import dataset_path
 from transforms.dataset.statistics import compute_statistics, read_written, unaccounted
-from transforms.errors import input_error_message
+from transforms.errors import NotPublished, input_error_message
 from transforms.files import remove_empty_folder, write_file, write_json
 from transforms.report.card import CARD_FILE, version_card
 from transforms.report.plots import dataset_plots
-from transforms.trainer.dataset_audit import AuditConfig, audit_dataset
+from transforms.trainer.dataset_audit import WARN, AuditConfig, audit_dataset, held_back
 
 STATISTICS_FILE = "statistics.json"
 
@@ -48,7 +48,8 @@ class Produced:
     writer adds the version, time, statistics, metrics and files; ``statistics``:
     sections the producer adds (a strategy's report); ``card``: Markdown appended to the
     card; ``marker``: fields added to the completion marker; ``every_caption``: every
-    corpus caption must be a target or skipped (a whole run; a subset drops some).
+    corpus caption must be a target or skipped (a whole run; a subset drops some);
+    ``audit_gate``: whether an audit off chance keeps the version from being the latest.
     """
 
     records: dict[str, int]
@@ -59,6 +60,7 @@ class Produced:
     card: str = ""
     marker: dict = field(default_factory=dict)
     every_caption: bool = True
+    audit_gate: str = WARN
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,9 @@ def write_version(
 
 
 def finish(output: str, version: Version, produced: Produced, fence: Fence) -> Published:
-    """Statistics, audit, card, checked inventory, manifest, then the marker: in that order."""
+    """Statistics, audit, card, checked inventory, manifest, then the marker: in that order.
+    A version its audit gate holds back is complete, but ``latest`` is left alone and
+    NotPublished raised."""
     directory = version.directory
     statistics = compute_statistics(*read_written(directory), produced.counters)
     missing = unaccounted(statistics)
@@ -134,7 +138,19 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
     fence()
     write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)
     marker = {"instances": statistics["total"]["instances"], **produced.marker}
-    return Published(publish(output, version, marker, fence), statistics)
+    leak = held_back(produced.audit_gate, statistics["text_only_audit"])
+    complete = publish(output, version, marker, fence, latest=leak is None)
+    if leak is not None:
+        raise NotPublished(not_published(complete, leak))
+    return Published(complete, statistics)
+
+
+def not_published(version: Version, leak: str) -> str:
+    """What a version held back by its audit gate says, in one line."""
+    return (
+        f"{version.directory}: {leak}; the version is complete but not published as the "
+        "latest (--audit_gate fail)"
+    )
 
 
 def write_card(directory: str, manifest: dict, statistics: dict, extra: str) -> None:

@@ -8,7 +8,8 @@ version ``OUTPUT/latest`` names, runs :mod:`pipelines.generate` when they
 differ (which itself finds an already completed version and does nothing),
 with ``--train`` evaluates the paper's models on a version not evaluated yet,
 and prints one line for a scheduler's log. Exit codes: 0 generated or up to
-date, 2 bad input or options, 1 failure.
+date, 2 bad input or options, 3 a version written but not published (``--audit_gate
+fail`` and a text-only audit off chance), 1 failure.
 """
 
 import sys
@@ -31,6 +32,7 @@ from pipelines.versions import (
     latest_version,
     read_manifest,
 )
+from transforms.errors import NotPublished
 
 
 def changes(previous: dict | None, current: dict) -> str:
@@ -115,8 +117,9 @@ COMMAND = Command(
         "For schedulers: generates a dataset only when its inputs or options differ from "
         "those of the version OUTPUT/latest names, with --train also evaluates a new version, "
         "and prints exactly one line for the log. It takes dmc-generate's options. Exit code "
-        "0: generated or up to date; 2: bad input or options; 1: the run failed (traceback "
-        "on stderr)."
+        "0: generated or up to date; 2: bad input or options; 3: the version was written but "
+        "not published, its text-only audit off chance (--audit_gate fail); 1: the run failed "
+        "(traceback on stderr)."
     ),
     example=(
         "dmc-regenerate --input 'gs://BUCKET/coco/captions_*.json' --output gs://BUCKET/mcic-coco"
@@ -142,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with logging_to(log):
             line, code = regenerate(options, regenerate_options, beam_args), 0
+    except NotPublished as error:
+        line, code = f"NOT PUBLISHED: {error}", NotPublished.EXIT_CODE
     except Exception as error:
         line, code = one_line_error(error), 2
         if line is None:

@@ -12,7 +12,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner, worker_ha
 
 from pipelines.cli import Command, parse_flags
 from pipelines.options import GenerateOptions, LogOptions
-from transforms.errors import input_error_message
+from transforms.errors import NotPublished, input_error_message
 
 
 def local_or_given_runner(beam_args: list[str]) -> beam.Pipeline:
@@ -114,13 +114,17 @@ def cli(
     """Parses flags into ``options_type``, runs, prints what ``run`` returns.
 
     ``command`` is what --help says about the entry point. An input error (a bad
-    flag included) is one line on stderr and exit code 2; anything else raises,
-    which prints its traceback and exits with 1.
+    flag included) is one line on stderr and exit code 2; a version its audit gate held
+    back (NotPublished) one line and exit code 3; anything else raises, which prints its
+    traceback and exits with 1.
     """
     try:
         (options, log), beam_args = parse_flags(argv, options_type, LogOptions, command=command)
         with logging_to(log):
             summary = run(options, beam_args)
+    except NotPublished as error:
+        print(f"error: {error}", file=sys.stderr)
+        return NotPublished.EXIT_CODE
     except Exception as error:
         line = one_line_error(error)
         if line is None:

@@ -79,6 +79,7 @@ NO_CONTENT_OPTIONS = (
     "search_threads",
     "shard_size",
     "batch_size",
+    "audit_gate",
 )
 # Options added after versions were named: each enters the name's digest only when set away
 # from its default, so a version named before it existed keeps its name. (A version's
@@ -305,9 +306,12 @@ def write_atomically(path: str, data: bytes) -> None:
     FileSystems.rename([temporary], [path])
 
 
-def publish(output: str, version: Version, summary: dict, fence: Fence) -> Version:
-    """Marks the version complete, then points ``latest`` at it: call after everything else.
-    ``fence`` is checked before each step: a run whose claim was taken over stops."""
+def publish(
+    output: str, version: Version, summary: dict, fence: Fence, *, latest: bool = True
+) -> Version:
+    """Marks the version complete, then (``latest``) points ``latest`` at it: call after
+    everything else. ``fence`` is checked before each step: a run whose claim was taken
+    over stops."""
     fence()
     marker = {
         "version": version.name,
@@ -318,8 +322,9 @@ def publish(output: str, version: Version, summary: dict, fence: Fence) -> Versi
         FileSystems.join(version.directory, COMPLETE_FILE),
         json.dumps(marker, indent=2, sort_keys=True).encode("utf-8"),
     )
-    fence()
-    point_latest(output, version)
+    if latest:
+        fence()
+        point_latest(output, version)
     return dataclasses.replace(version, complete=True)
 
 

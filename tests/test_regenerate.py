@@ -1,10 +1,13 @@
 """pipelines.regenerate: runs only when something changed, one line for the scheduler's log."""
 
 import json
+import os
 import pathlib
 import re
 
+from pipelines.generate import main as generate
 from pipelines.regenerate import changes, main
+from pipelines.versions import verify_version
 from tests.conftest import SMALL
 from tests.version_checks import failure_after_a_train_shard
 
@@ -21,8 +24,8 @@ def test_changes_name_inputs_and_content_options():
     assert changes(MANIFEST, current) == "new input b.json; input changed a.json; options seed"
 
 
-def _regenerate(capsys, corpus: str, root: pathlib.Path) -> tuple[int, str]:
-    args = ["--input", corpus, "--output", str(root)]
+def _regenerate(capsys, corpus: str, root: pathlib.Path, *extra: str) -> tuple[int, str]:
+    args = ["--input", corpus, "--output", str(root), *extra]
     code = main([*args, *(f"--{name}={value}" for name, value in SMALL.items())])
     [line] = capsys.readouterr().out.splitlines()
     assert re.match(rf"\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00 regenerate {root}: ", line)
@@ -78,6 +81,43 @@ def test_bad_options_are_one_line_and_exit_code_2(synthetic_corpus, tmp_path, ca
         line
         == f"error: {tmp_path / 'missing.json'}: no such file (check the path or glob in --input)"
     )
+
+
+def test_the_audit_gate_holds_a_leaking_version_back_run_after_run(
+    synthetic_corpus, tmp_path, capsys
+):
+    """MC-IC's decoys give the target away on this corpus (a BLEU hub finds it), so under
+    --audit_gate fail its version is written complete but never becomes the latest."""
+    root = tmp_path / "out"
+    assert _regenerate(capsys, synthetic_corpus, root, "--audit_gate", "fail")[0] == 0
+    # closed sets: at chance, published
+    published = [(root / name).read_bytes() for name in ("latest.txt", "README.md")]
+    link = os.readlink(root / "latest")
+    for attempt in ("written", "found complete"):
+        code, line = _regenerate(
+            capsys, synthetic_corpus, root, "--decoys", "mcic", "--audit_gate", "fail"
+        )
+        assert code == 3, attempt
+        match = re.fullmatch(
+            rf"NOT PUBLISHED: {root}/versions/(\w+): text-only furthest from chance: "
+            r"[\d.]+% on test \(.+; chance 20%\): ABOVE CHANCE: the options give the target "
+            r"away; the version is complete but not published as the latest "
+            r"\(--audit_gate fail\)",
+            line,
+        )
+        assert match, line
+        verify_version(str(root / "versions" / match[1]))  # complete, every file listed
+        assert [(root / name).read_bytes() for name in ("latest.txt", "README.md")] == published
+        assert os.readlink(root / "latest") == link
+
+    arguments = ["--input", synthetic_corpus, "--output", str(root), "--decoys", "mcic"]
+    arguments += [f"--{name}={value}" for name, value in SMALL.items()]
+    assert generate([*arguments, "--audit_gate", "fail"]) == 3
+    assert capsys.readouterr().err.startswith(f"error: {root}/versions/{match[1]}: text-only")
+    assert generate(arguments) == 0  # warn, the default: published, the verdict printed
+    out = capsys.readouterr().out
+    assert "ABOVE CHANCE: the options give the target away" in out
+    assert (root / "latest.txt").read_text().strip() == match[1]
 
 
 def test_train_evaluates_each_version_once(synthetic_corpus, tmp_path, capsys):

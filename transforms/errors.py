@@ -1,4 +1,12 @@
-"""The one exception type for problems the user can fix."""
+"""The exception types a user acts on: bad input, and a version its audit gate held back."""
+
+
+class NotPublished(Exception):
+    """A version written complete but not made the latest: ``--audit_gate fail`` held it
+    back because its text-only audit is off chance. The message names the version and the
+    audit's row furthest from chance; commands exit with ``EXIT_CODE``."""
+
+    EXIT_CODE = 3
 
 
 class InputError(ValueError):

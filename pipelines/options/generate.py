@@ -22,7 +22,7 @@ from transforms.errors import InputError
 from transforms.strategies.base import DecoyStrategy, StrategyConfig, StrategyOptions
 from transforms.strategies.registry import DEFAULT_STRATEGY, STRATEGIES
 from transforms.strategies.validity import ValidityRules
-from transforms.trainer.dataset_audit import AuditConfig
+from transforms.trainer.dataset_audit import AUDIT_GATES, WARN, AuditConfig
 
 READ_BY = "read_by"  # a strategy's option's metadata: the strategies (--decoys) that read it
 
@@ -197,6 +197,15 @@ class RunOptions:
         20_000,
         "the learned text-only audits (Text-FFNN, trainer defaults, and the bigram LM) are "
         "fitted on this many train instances; 0 = all",
+        group=Group.AUDIT,
+    )
+    audit_gate: str = option(
+        WARN,
+        "a version whose text-only audit is off chance: warn (publish it as the latest, "
+        "the verdict printed) or fail (write it complete, leave latest where it was, print "
+        "the audit's row furthest from chance and exit with code 3), for scheduled runs "
+        "that must not publish a leak",
+        choices=AUDIT_GATES,
         group=Group.AUDIT,
     )
 

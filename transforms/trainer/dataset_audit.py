@@ -39,6 +39,9 @@ from transforms.trainer.stream import FitData, InMemoryExamples
 
 LEARNED_AUDITS = ("Text-FFNN", "Bigram LM")
 AT_CHANCE_DEVIATIONS = 3.0  # binomial standard deviations from chance still read as chance
+# --audit_gate: what an audit off chance does to publishing (see held_back)
+WARN, FAIL = "warn", "fail"
+AUDIT_GATES = (WARN, FAIL)
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,21 @@ def verdict(metrics: dict) -> dict:
         + ("at chance" if at_chance else f"{side} CHANCE: the options give the target away")
     )
     return {"model": best["model"], "split": split, **result, "at_chance": at_chance, "line": line}
+
+
+def held_back(gate: str, audit: dict) -> str | None:
+    """The verdict's line when ``gate`` keeps the version from being published: under
+    ``fail``, an audit off chance. An audit that could not run (no dev split) holds
+    nothing back: it found no leak to refuse.
+
+    >>> audit = {"verdict": {"at_chance": False, "line": "text-only ... ABOVE CHANCE"}}
+    >>> held_back(FAIL, audit), held_back(WARN, audit), held_back(FAIL, {"skipped": "..."})
+    ('text-only ... ABOVE CHANCE', None, None)
+    """
+    verdict = audit.get("verdict")
+    if gate == FAIL and verdict is not None and not verdict["at_chance"]:
+        return verdict["line"]
+    return None
 
 
 def audit_dataset(directory: str, config: AuditConfig) -> dict:
