@@ -159,6 +159,7 @@ def test_console_scripts_run_each_entry_points_main_which_returns_the_exit_code(
         "dmc-make-corpus",
         "dmc-preview",
         "dmc-rate",
+        "dmc-publish",
     }
     for script in scripts:
         main = script.load()
