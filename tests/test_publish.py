@@ -7,10 +7,12 @@ import sys
 
 import huggingface_hub.constants
 import pytest
+from google.cloud import storage
 
 from pipelines.publish import main
 from pipelines.versions import COMPLETE_FILE, LATEST_LINK, MANIFEST_FILE, NOT_LISTED
 from schemas.layout import BUILD, DATASET
+from tests.gcs_emulator import PROJECT, gcs_servers
 from tests.hub_stub import GITATTRIBUTES, REFUSED_TOKEN, Repo, stub_hub
 
 TOKEN = "hf_stub_token"
@@ -107,6 +109,26 @@ def test_publish_again_deletes_an_earlier_versions_files_in_the_same_commit(
         [],
     ]
     assert repo.visibility == "public" and hub.unexpected == []
+
+
+def test_a_version_on_gcs_is_streamed_to_the_hub_as_a_local_one_is(
+    small_dataset, hub, monkeypatch, capsys
+):
+    """A version in a bucket (a GCS API server on loopback): its files are read through
+    Beam's filesystems, as streams, and the repo receives the same bytes."""
+    version, _ = small_dataset
+    with gcs_servers() as environment:
+        for name, value in environment.items():
+            monkeypatch.setenv(name, value)
+        bucket = storage.Client(project=PROJECT).create_bucket("dmc-publish")
+        for path, data in folder_files(version).items():
+            bucket.blob(f"{os.path.basename(version)}/{path}").upload_from_string(data)
+        remote = f"gs://dmc-publish/{os.path.basename(version)}"
+        assert main(["--version", remote, "--repo_id", "me/mcic"]) == 0
+    assert capsys.readouterr().out.startswith(f"published {os.path.basename(version)} (")
+    dataset = folder_files(f"{version}/{DATASET}")
+    assert hub.repos["me/mcic"].branches["main"] == {".gitattributes": GITATTRIBUTES, **dataset}
+    assert hub.unexpected == []
 
 
 def damage_marker(version: str) -> str:
