@@ -13,11 +13,17 @@ the repo's dataset card. Nothing of ``build/``, nor the manifest, marker or clai
 is sent. The same commit deletes the repo's files that are not the version's
 (``.gitattributes`` aside), so a split's glob on the Hub never mixes two
 versions' shards. Each file's sha256 is computed again as it is read for the
-upload and must be the manifest's. The token is huggingface_hub's own
+upload and must be the manifest's; a version in an object store (gs://) is first
+copied to a temporary local folder. The token is huggingface_hub's own
 (``HF_TOKEN``, or ``hf auth login``): no flag takes a secret.
 """
 
+import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -34,6 +40,7 @@ from transforms.errors import InputError
 REPO_TYPE = "dataset"
 # The Hub writes it into every new repo (which files go to LFS): not the version's to delete.
 HUB_OWN_FILES = (".gitattributes",)
+COPY_CHUNK = 16 * 1024 * 1024  # bytes: a version on GCS is copied to a local disk by chunks
 
 
 @dataclass(frozen=True)
@@ -90,20 +97,40 @@ def hub_library():
     return huggingface_hub
 
 
-def readable(source: str):
-    """What CommitOperationAdd reads: a local path (opened when read), else a stream."""
-    if FileSystems.get_scheme(source) is None:
-        return source
-    return FileSystems.open(source, compression_type=CompressionTypes.UNCOMPRESSED)
+@contextmanager
+def local_sources(files: list[HubFile]) -> Iterator[list[str]]:
+    """A local path per file, in order: the file itself on a local disk, else a copy in a
+    temporary folder, removed afterwards.
+
+    huggingface_hub reads each file twice (its sha256, then to send it) and keeps what it
+    is given until the commit ends: a path costs nothing meanwhile, where an open stream
+    from an object store would hold a read buffer per file.
+    """
+    if all(FileSystems.get_scheme(file.source) is None for file in files):
+        yield [file.source for file in files]
+        return
+    with tempfile.TemporaryDirectory(prefix="dmc-publish-") as folder:
+        paths = []
+        for file in files:
+            path = os.path.join(folder, *file.path.split("/"))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with (
+                FileSystems.open(
+                    file.source, compression_type=CompressionTypes.UNCOMPRESSED
+                ) as source,
+                open(path, "wb") as copy,
+            ):
+                shutil.copyfileobj(source, copy, COPY_CHUNK)
+            paths.append(path)
+        yield paths
 
 
-def additions(hub, files: list[HubFile]) -> list:
-    """One CommitOperationAdd per file, whose bytes must still be those verified."""
+def additions(hub, files: list[HubFile], sources: list[str]) -> list:
+    """One CommitOperationAdd per file (read from its local source), whose bytes must still
+    be those verified."""
     operations = []
-    for file in files:
-        operation = hub.CommitOperationAdd(
-            path_in_repo=file.path, path_or_fileobj=readable(file.source)
-        )
+    for file, source in zip(files, sources, strict=True):
+        operation = hub.CommitOperationAdd(path_in_repo=file.path, path_or_fileobj=source)
         if operation.upload_info.sha256.hex() != file.sha256:
             raise InputError(
                 f"{file.source}: altered since the version was verified (its manifest has "
@@ -130,14 +157,15 @@ def upload(hub, api, options: PublishOptions, files: list[HubFile], version_name
     deletions = [
         hub.CommitOperationDelete(path_in_repo=path) for path in stale_files(api, options, files)
     ]
-    commit = api.create_commit(
-        options.repo_id,
-        [*additions(hub, files), *deletions],
-        commit_message=f"dmc-datasets version {version_name}",
-        commit_description=f"{len(files)} files of {version_name}/{DATASET}, by dmc-publish",
-        repo_type=REPO_TYPE,
-        revision=options.revision,
-    )
+    with local_sources(files) as sources:
+        commit = api.create_commit(
+            options.repo_id,
+            [*additions(hub, files, sources), *deletions],
+            commit_message=f"dmc-datasets version {version_name}",
+            commit_description=f"{len(files)} files of {version_name}/{DATASET}, by dmc-publish",
+            repo_type=REPO_TYPE,
+            revision=options.revision,
+        )
     return commit.commit_url
 
 

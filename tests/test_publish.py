@@ -9,8 +9,15 @@ import huggingface_hub.constants
 import pytest
 from google.cloud import storage
 
+from pipelines import publish
 from pipelines.publish import main
-from pipelines.versions import COMPLETE_FILE, LATEST_LINK, MANIFEST_FILE, NOT_LISTED
+from pipelines.versions import (
+    COMPLETE_FILE,
+    LATEST_LINK,
+    MANIFEST_FILE,
+    NOT_LISTED,
+    completed_dataset,
+)
 from schemas.layout import BUILD, DATASET
 from tests.gcs_emulator import PROJECT, gcs_servers
 from tests.hub_stub import GITATTRIBUTES, REFUSED_TOKEN, Repo, stub_hub
@@ -111,11 +118,11 @@ def test_publish_again_deletes_an_earlier_versions_files_in_the_same_commit(
     assert repo.visibility == "public" and hub.unexpected == []
 
 
-def test_a_version_on_gcs_is_streamed_to_the_hub_as_a_local_one_is(
+def test_a_version_on_gcs_reaches_the_hub_as_a_local_one_does(
     small_dataset, hub, monkeypatch, capsys
 ):
-    """A version in a bucket (a GCS API server on loopback): its files are read through
-    Beam's filesystems, as streams, and the repo receives the same bytes."""
+    """A version in a bucket (a GCS API server on loopback): its files are copied through
+    Beam's filesystems to a temporary folder, and the repo receives the same bytes."""
     version, _ = small_dataset
     with gcs_servers() as environment:
         for name, value in environment.items():
@@ -160,6 +167,25 @@ def test_an_incomplete_or_damaged_version_is_refused_in_one_line_naming_it(
         out, err = capsys.readouterr()
         assert out == "" and err.count("\n") == 1 and named in err, err
     assert hub.repos == {} and hub.authorizations == set()
+
+
+def test_a_file_altered_after_the_verification_is_not_committed(
+    version_copy, hub, monkeypatch, capsys
+):
+    """Something writing to the version between its verification and the upload."""
+    card = os.path.join(version_copy, DATASET, "README.md")
+
+    def verified_then_altered(path: str) -> str:
+        verified = completed_dataset(path)
+        with open(card, "a") as file:
+            file.write("altered\n")
+        return verified
+
+    monkeypatch.setattr(publish, "completed_dataset", verified_then_altered)
+    assert main(["--version", version_copy, "--repo_id", "me/mcic"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {card}: altered since"), err
+    assert hub.repos["me/mcic"].commits == []
 
 
 def test_a_version_without_a_manifest_is_refused(version_copy, hub, capsys):
