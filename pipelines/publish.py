@@ -147,8 +147,12 @@ def stale_files(api, options: PublishOptions, files: list[HubFile]) -> list[str]
     return sorted(set(present) - kept)
 
 
-def upload(hub, api, options: PublishOptions, files: list[HubFile], version_name: str) -> str:
-    """Creates the repo (and branch) when missing, commits the files; returns the commit's URL."""
+def upload(hub, options: PublishOptions, files: list[HubFile], version_name: str) -> str:
+    """Creates the repo (and branch) when missing, commits the files; returns the commit's URL.
+
+    ``hub``: the huggingface_hub package; its HfApi takes the endpoint (``HF_ENDPOINT``)
+    and token it finds itself."""
+    api = hub.HfApi()
     api.create_repo(options.repo_id, repo_type=REPO_TYPE, private=options.private, exist_ok=True)
     if options.revision != DEFAULT_BRANCH:
         api.create_branch(
@@ -179,10 +183,7 @@ def hub_error(error: Exception, options: PublishOptions) -> InputError:
 
 
 def run(options: PublishOptions) -> str:
-    """Publishes (or, ``--dry_run``, lists) the version's dataset folder; returns what to print.
-
-    The Hub is huggingface_hub's own endpoint (``HF_ENDPOINT``), with its token.
-    """
+    """Publishes (or, ``--dry_run``, lists) the version's dataset folder; returns what to print."""
     options.validate()
     version = completed_dataset(options.version)
     files = hub_files(version, read_manifest(version))
@@ -193,7 +194,7 @@ def run(options: PublishOptions) -> str:
     hub = hub_library()
     name = version.rstrip("/").rsplit("/", 1)[-1]
     try:
-        url = upload(hub, hub.HfApi(), options, files, name)
+        url = upload(hub, options, files, name)
     except hub.errors.HfHubHTTPError as error:
         raise hub_error(error, options) from error
     total = sum(file.size for file in files)
