@@ -42,6 +42,7 @@ setuptools.setup(
             "dmc-make-corpus = pipelines.make_corpus:main",
             "dmc-preview = pipelines.preview:main",
             "dmc-rate = pipelines.rate:main",
+            "dmc-publish = pipelines.publish:main",
         ],
     },
     extras_require={
@@ -57,6 +58,7 @@ setuptools.setup(
             "pycocoevalcap==1.2",
         ],
         # gcp-storage-emulator: the GCS API server the cloud I/O tests start on loopback
+        # huggingface_hub: dmc-publish's client, tested against a stub hub on loopback
         # pandas, datasets: the README's loading snippets are run as written (torch, which
         # they use too, comes with the train extra)
         "test": [
@@ -66,7 +68,10 @@ setuptools.setup(
             "pandas>=2",
             "datasets>=3",
             "pyyaml>=6",
+            "huggingface_hub>=1.0",
         ],
+        # dmc-publish: uploads a version's dataset folder to a Hugging Face Hub dataset repo
+        "hub": ["huggingface_hub>=1.0"],
         # the manual under docs/ (mkdocs.yml); CI builds it with --strict so a broken link
         # or a page missing from the nav fails
         "docs": ["mkdocs-material==9.8.1"],

@@ -33,6 +33,7 @@ class Group:
     TRAINING = "training"
     MODELS = "models"
     REGENERATE = "regenerate"
+    HUB = "hub"
     SAMPLE = "sample"
     RATING = "rating job"
     CHECKS = "checks"

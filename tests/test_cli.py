@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from pipelines import generate, make_corpus, optimize, preview, rate, regenerate, train
+from pipelines import generate, make_corpus, optimize, preview, publish, rate, regenerate, train
 from pipelines.options import GenerateOptions, LogOptions, TrainOptions
 from schemas.options import REQUIRED
 
@@ -62,7 +62,10 @@ def test_help_names_the_command_says_what_it_does_and_groups_its_options(
 @pytest.mark.parametrize(
     "command",
     [
-        *(m.COMMAND for m in (generate, make_corpus, optimize, preview, regenerate, train)),
+        *(
+            m.COMMAND
+            for m in (generate, make_corpus, optimize, preview, publish, regenerate, train)
+        ),
         *(rate.EXPORT, rate.IMPORT, rate.FILTER),
     ],
     ids=lambda command: command.prog,

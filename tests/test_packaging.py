@@ -68,11 +68,14 @@ def test_workers_get_every_imported_package_and_no_test_tools():
     arguments = _setup_arguments()
     required = _requirement_names(arguments["install_requires"])
     trainer = _requirement_names(arguments["extras_require"]["train"])
+    hub = _requirement_names(arguments["extras_require"]["hub"])
     providers = importlib.metadata.packages_distributions()
     imported = {_distribution(module, providers) for module in _imported_modules()}
-    assert imported <= required | trainer, f"imported, never installed: {imported - required}"
+    assert imported <= required | trainer | hub, f"imported, never installed: {imported - required}"
     assert trainer <= imported, "the train extra installs what no module imports"
-    test_tools = _requirement_names(arguments["extras_require"]["test"])
+    assert hub <= imported, "the hub extra installs what no module imports"
+    # the test extra installs the hub extra's client too, so CI tests dmc-publish
+    test_tools = _requirement_names(arguments["extras_require"]["test"]) - hub
     assert not test_tools & (required | trainer)
     assert not test_tools & imported, "worker code imports a test-only package"
 
@@ -159,6 +162,7 @@ def test_console_scripts_run_each_entry_points_main_which_returns_the_exit_code(
         "dmc-make-corpus",
         "dmc-preview",
         "dmc-rate",
+        "dmc-publish",
     }
     for script in scripts:
         main = script.load()

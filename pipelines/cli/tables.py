@@ -3,7 +3,7 @@
 Paste each into the docs/ page that documents its command; tests/test_options.py checks
 that every page still shows them as printed:
 
-    python -m pipelines.cli.tables [generate|train|regenerate|preview|rate-*|log|strategies]
+    python -m pipelines.cli.tables [generate|train|regenerate|preview|publish|rate-*|log|strategies]
 """
 
 import dataclasses
@@ -13,6 +13,7 @@ from pipelines.options import (
     GenerateOptions,
     LogOptions,
     PreviewOptions,
+    PublishOptions,
     RateExportOptions,
     RateFilterOptions,
     RateImportOptions,
@@ -27,6 +28,7 @@ TABLES = {
     "train": TrainOptions,
     "regenerate": RegenerateOptions,
     "preview": PreviewOptions,
+    "publish": PublishOptions,
     "rate-export": RateExportOptions,
     "rate-import": RateImportOptions,
     "rate-filter": RateFilterOptions,

@@ -1,6 +1,6 @@
 """Every option of every command, with its default and help: their one home.
 
-One module per command's options (generate, train, regenerate, preview, rate, log), so a
+One module per command's options (generate, train, regenerate, preview, rate, publish, log), so a
 new option lands beside the others of its command and no module grows into a hotspot;
 schemas/options.py holds what every option is made of, and each decoy strategy declares
 its own options beside it, which GenerateOptions takes in from the registry. The argparse
@@ -12,6 +12,7 @@ nothing here imports the CLI.
 from pipelines.options.generate import GenerateOptions
 from pipelines.options.log import LogOptions
 from pipelines.options.preview import PreviewOptions
+from pipelines.options.publish import PublishOptions
 from pipelines.options.rate import RateExportOptions, RateFilterOptions, RateImportOptions
 from pipelines.options.regenerate import RegenerateOptions
 from pipelines.options.train import TrainOptions
@@ -20,6 +21,7 @@ __all__ = [
     "GenerateOptions",
     "LogOptions",
     "PreviewOptions",
+    "PublishOptions",
     "RateExportOptions",
     "RateFilterOptions",
     "RateImportOptions",

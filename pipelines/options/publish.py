@@ -1,0 +1,53 @@
+"""dmc-publish's options.
+
+Each command's options have a module of their own; what they all share is in schemas/options.py.
+"""
+
+import re
+from dataclasses import dataclass
+
+from schemas.options import REQUIRED, Group, option
+from transforms.errors import InputError
+
+# The Hub's repo names: a user or organisation, a slash, a name (letters, digits, - _ .).
+REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+DEFAULT_BRANCH = "main"
+
+
+@dataclass(frozen=True)
+class PublishOptions:
+    version: str = option(
+        REQUIRED,
+        "generate's --output (its latest version), OUTPUT/latest, or one completed "
+        "OUTPUT/versions/<version>: its dataset/ folder is what the repo receives",
+        group=Group.IO,
+    )
+    repo_id: str = option(
+        REQUIRED,
+        "the Hugging Face Hub dataset repo, USER/NAME or ORG/NAME; created when missing",
+        group=Group.HUB,
+    )
+    private: bool = option(
+        False,
+        "create the repo private (a repo that exists keeps its visibility)",
+        group=Group.HUB,
+    )
+    revision: str = option(
+        DEFAULT_BRANCH,
+        "the branch to commit to; created from main when missing",
+        group=Group.HUB,
+    )
+    dry_run: bool = option(
+        False,
+        "list the files that would be uploaded (path in the repo, bytes) and their total; "
+        "upload nothing, contact no hub",
+        group=Group.HUB,
+    )
+
+    def validate(self) -> None:
+        if not REPO_ID.fullmatch(self.repo_id):
+            raise InputError(
+                f"--repo_id {self.repo_id!r}: not a Hub repo id; give USER/NAME or ORG/NAME"
+            )
+        if not self.revision.strip():
+            raise InputError("--revision: empty; give a branch name, e.g. main")

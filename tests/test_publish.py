@@ -1,0 +1,224 @@
+"""dmc-publish: a version's dataset folder, and nothing else, to a Hub dataset repo, here a
+stub hub on loopback (tests/hub_stub.py) that huggingface_hub's own client talks to."""
+
+import os
+import shutil
+import sys
+
+import huggingface_hub.constants
+import pytest
+from google.cloud import storage
+
+from pipelines import publish
+from pipelines.publish import main
+from pipelines.versions import (
+    COMPLETE_FILE,
+    LATEST_LINK,
+    MANIFEST_FILE,
+    NOT_LISTED,
+    completed_dataset,
+)
+from schemas.layout import BUILD, DATASET
+from tests.gcs_emulator import PROJECT, gcs_servers
+from tests.hub_stub import GITATTRIBUTES, REFUSED_TOKEN, Repo, stub_hub
+
+TOKEN = "hf_stub_token"
+
+
+def folder_files(folder: str) -> dict[str, bytes]:
+    """{path relative to ``folder``: bytes} of every file under it."""
+    files = {}
+    for directory, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(directory, name)
+            with open(path, "rb") as file:
+                files[os.path.relpath(path, folder)] = file.read()
+    return files
+
+
+@pytest.fixture
+def hub(monkeypatch, tmp_path):
+    """The stub, as the endpoint and token huggingface_hub finds (HF_ENDPOINT is read when
+    the package is imported: its constant is what HfApi() takes). The client's cache of
+    what it fetches for itself goes under tmp_path, not the user's HF_HOME."""
+    with stub_hub() as hub:
+        monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", hub.url)
+        monkeypatch.setattr(
+            huggingface_hub.constants, "AGENT_HARNESSES_PATH", str(tmp_path / "harnesses.json")
+        )
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        yield hub
+
+
+@pytest.fixture
+def version_copy(small_dataset, tmp_path) -> str:
+    """A copy of the small dataset's version, for tests that damage it."""
+    version, _ = small_dataset
+    copy = tmp_path / "out" / "versions" / os.path.basename(version)
+    shutil.copytree(version, copy, symlinks=True)
+    return str(copy)
+
+
+def test_dry_run_lists_exactly_the_dataset_folders_files_and_uploads_nothing(
+    small_dataset, hub, capsys
+):
+    version, _ = small_dataset
+    output = os.path.dirname(os.path.dirname(version))
+    expected = {path: len(data) for path, data in folder_files(f"{version}/{DATASET}").items()}
+    assert "README.md" in expected and any(p.startswith("parquet/") for p in expected)
+    assert folder_files(f"{version}/{BUILD}"), "the version has build artifacts to leave out"
+    for given in (output, f"{output}/{LATEST_LINK}", version):
+        assert main(["--version", given, "--repo_id", "me/mcic", "--dry_run"]) == 0
+        *lines, total = capsys.readouterr().out.splitlines()
+        listed = {path: int(size) for path, size in (line.split("  ") for line in lines)}
+        assert len(listed) == len(lines)
+        assert listed == expected, given
+        assert not any(path.startswith(f"{BUILD}/") or path in NOT_LISTED for path in listed)
+        assert total.startswith(f"{len(expected)} files, {sum(expected.values()):,} bytes: ")
+    assert hub.repos == {} and hub.unexpected == [] and hub.authorizations == set()
+
+
+def test_publish_commits_the_dataset_folders_bytes_to_a_private_dataset_repo_branch(
+    small_dataset, hub, capsys
+):
+    version, _ = small_dataset
+    argv = ["--version", version, "--repo_id", "me/mcic", "--private", "--revision", "v1"]
+    assert main(argv) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"published {os.path.basename(version)} (") and "me/mcic at v1" in line
+    repo = hub.repos["me/mcic"]
+    assert repo.type == "dataset" and repo.visibility == "private"
+    dataset = folder_files(f"{version}/{DATASET}")
+    assert repo.branches["v1"] == {".gitattributes": GITATTRIBUTES, **dataset}
+    assert repo.branches["main"] == {".gitattributes": GITATTRIBUTES}
+    assert [commit["revision"] for commit in repo.commits] == ["v1"]
+    assert hub.unexpected == [] and hub.authorizations == {f"Bearer {TOKEN}"}
+
+
+def test_publish_again_deletes_an_earlier_versions_files_in_the_same_commit(
+    small_dataset, hub, capsys
+):
+    version, _ = small_dataset
+    earlier = {
+        ".gitattributes": GITATTRIBUTES,
+        "README.md": b"an earlier card",
+        "parquet/dev/dev-00000-of-00009.parquet": b"an earlier shard",
+    }
+    hub.repos["me/mcic"] = Repo("dataset", "public", {"main": dict(earlier)})
+    for _ in range(2):
+        assert main(["--version", version, "--repo_id", "me/mcic"]) == 0
+    capsys.readouterr()
+    repo = hub.repos["me/mcic"]
+    dataset = folder_files(f"{version}/{DATASET}")
+    assert repo.branches["main"] == {".gitattributes": GITATTRIBUTES, **dataset}
+    assert [commit["deleted"] for commit in repo.commits] == [
+        ["parquet/dev/dev-00000-of-00009.parquet"],
+        [],
+    ]
+    assert repo.visibility == "public" and hub.unexpected == []
+
+
+def test_a_version_on_gcs_reaches_the_hub_as_a_local_one_does(
+    small_dataset, hub, monkeypatch, capsys
+):
+    """A version in a bucket (a GCS API server on loopback): its files are copied through
+    Beam's filesystems to a temporary folder, and the repo receives the same bytes."""
+    version, _ = small_dataset
+    with gcs_servers() as environment:
+        for name, value in environment.items():
+            monkeypatch.setenv(name, value)
+        bucket = storage.Client(project=PROJECT).create_bucket("dmc-publish")
+        for path, data in folder_files(version).items():
+            bucket.blob(f"{os.path.basename(version)}/{path}").upload_from_string(data)
+        remote = f"gs://dmc-publish/{os.path.basename(version)}"
+        assert main(["--version", remote, "--repo_id", "me/mcic"]) == 0
+    assert capsys.readouterr().out.startswith(f"published {os.path.basename(version)} (")
+    dataset = folder_files(f"{version}/{DATASET}")
+    assert hub.repos["me/mcic"].branches["main"] == {".gitattributes": GITATTRIBUTES, **dataset}
+    assert hub.unexpected == []
+
+
+def damage_marker(version: str) -> str:
+    os.remove(os.path.join(version, COMPLETE_FILE))
+    return version
+
+
+def damage_shard(version: str) -> str:
+    shard = sorted(p for p in folder_files(version) if p.endswith(".parquet"))[-1]
+    with open(os.path.join(version, shard), "ab") as file:
+        file.write(b"\0")
+    return os.path.join(version, shard)
+
+
+def damage_build(version: str) -> str:
+    stray = os.path.join(version, BUILD, "stray.txt")
+    with open(stray, "w") as file:
+        file.write("not listed\n")
+    return stray
+
+
+@pytest.mark.parametrize("damage", [damage_marker, damage_shard, damage_build])
+def test_an_incomplete_or_damaged_version_is_refused_in_one_line_naming_it(
+    version_copy, hub, damage, capsys
+):
+    named = damage(version_copy)
+    for dry_run in ([], ["--dry_run"]):
+        assert main(["--version", version_copy, "--repo_id", "me/mcic", *dry_run]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1 and named in err, err
+    assert hub.repos == {} and hub.authorizations == set()
+
+
+def test_a_file_altered_after_the_verification_is_not_committed(
+    version_copy, hub, monkeypatch, capsys
+):
+    """Something writing to the version between its verification and the upload."""
+    card = os.path.join(version_copy, DATASET, "README.md")
+
+    def verified_then_altered(path: str) -> str:
+        verified = completed_dataset(path)
+        with open(card, "a") as file:
+            file.write("altered\n")
+        return verified
+
+    monkeypatch.setattr(publish, "completed_dataset", verified_then_altered)
+    assert main(["--version", version_copy, "--repo_id", "me/mcic"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {card}: altered since"), err
+    assert hub.repos["me/mcic"].commits == []
+
+
+def test_a_version_without_a_manifest_is_refused(version_copy, hub, capsys):
+    os.remove(os.path.join(version_copy, MANIFEST_FILE))
+    assert main(["--version", version_copy, "--repo_id", "me/mcic"]) == 2
+    assert version_copy in capsys.readouterr().err and hub.repos == {}
+
+
+def test_the_hubs_refusal_is_one_line_naming_the_repo(small_dataset, hub, monkeypatch, capsys):
+    monkeypatch.setenv("HF_TOKEN", REFUSED_TOKEN)
+    version, _ = small_dataset
+    assert main(["--version", version, "--repo_id", "me/mcic"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1 and err.startswith("error: me/mcic: the Hub refused") and "401" in err
+    )
+    assert hub.repos == {}
+
+
+def test_without_huggingface_hub_publishing_names_the_extra_and_a_dry_run_still_lists(
+    small_dataset, monkeypatch, capsys
+):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    version, _ = small_dataset
+    assert main(["--version", version, "--repo_id", "me/mcic"]) == 2
+    assert capsys.readouterr().err == (
+        "error: dmc-publish needs huggingface_hub, which is not installed: pip install '.[hub]'\n"
+    )
+    assert main(["--version", version, "--repo_id", "me/mcic", "--dry_run"]) == 0
+
+
+@pytest.mark.parametrize("repo_id", ["mcic", "me/mcic/extra", "me/", ".me/mcic", "me/mc ic"])
+def test_a_repo_id_that_is_not_user_slash_name_is_refused(small_dataset, repo_id, capsys):
+    version, _ = small_dataset
+    assert main(["--version", version, "--repo_id", repo_id, "--dry_run"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --repo_id {repo_id!r}: not a Hub repo id")
