@@ -112,6 +112,10 @@ def _bad_inputs(tmp: pathlib.Path, corpus: str, model: str) -> list[tuple[list[s
         (["--input", corpus, *out, "--neighbors", "20"], "unknown flag --neighbors (did you mean"),
         (["--input", corpus, *out, "--sead", "7"], "unknown flag --sead (did you mean --seed?)"),
         (
+            ["--input", corpus, *out, *SMALL_ARGS, "--pv_model", _write(tmp / "a.model", b"x\n")],
+            f"{tmp / 'a.model'}: not a paragraph-vector model",
+        ),
+        (
             ["--input", corpus, *out, "--pv_model", str(tmp / "no.model")],
             f"--pv_model {tmp / 'no.model'}: no such file",
         ),
