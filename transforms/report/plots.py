@@ -132,9 +132,11 @@ def skipped(statistics: dict) -> bytes:
         if any(counts):  # the last stack drawn ends at each reason's total: label it there
             outer = left.barh(rows, counts, left=start, label=stage)
             start += counts
-    if reasons:
+    if reasons:  # room for the count labels at the bars' ends
         left.bar_label(outer, labels=[f"{int(total):,}" for total in start], padding=3)
-        left.legend(fontsize="small")
+        left.set_xlim(0, 1.15 * start.max())
+        left.legend(fontsize="small", loc="lower right")
+    right.margins(x=0.15)
     left.set_yticks(rows, reasons)
     left.set_xlabel("captions skipped")
     left.set_title("skipped captions by reason" if reasons else "no caption skipped")
