@@ -80,7 +80,9 @@ def write_version(
     publishes first checks the ``fence``: a run whose claim was taken over while it
     was paused stops there and deletes and publishes nothing. A run
     refused for bad input (another InputError) leaves nothing behind: neither its
-    files nor an empty folder.
+    files nor an empty folder. A run that failed otherwise (a bug, a crash, Ctrl-C)
+    keeps the files it wrote, for a look and for the next run to clear, but leaves no
+    empty folder either.
     """
     try:
         with claimed(version.directory) as owner:
@@ -97,12 +99,11 @@ def write_version(
                     clear_incomplete(version, fence, left_by="this run, refused for bad input")
                 raise
             return finish(output, version, produced, fence)
-    except Exception as error:
-        if input_error_message(error) is not None:
-            # the claim is released by now (or another run's: then the folder is not
-            # empty); OUTPUT/versions goes too if this was its only version
-            remove_empty_folder(version.directory)
-            remove_empty_folder(FileSystems.split(version.directory)[0])
+    except BaseException:
+        # the claim is released by now (or another run's: then the folder is not empty);
+        # OUTPUT/versions goes too if this was its only version
+        remove_empty_folder(version.directory)
+        remove_empty_folder(FileSystems.split(version.directory)[0])
         raise
 
 

@@ -20,7 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.cli import Command
 from pipelines.options import PreviewOptions
 from pipelines.runner import cli
-from pipelines.versions import completed_dataset, read_manifest
+from pipelines.versions import VERSIONS_DIRECTORY, completed_dataset, read_manifest
 from schemas.layout import PARQUET, shard_pattern
 from transforms.corpus.split import SPLITS
 from transforms.errors import InputError
@@ -82,6 +82,19 @@ def copy_images(instances: list[dict], images: str, output: str) -> set[str]:
     return copied
 
 
+def output_name(version: str) -> str:
+    """The name of the output a version lies in (``OUTPUT/versions/<version>``), or the
+    version's own folder's when it lies elsewhere (a copied version).
+
+    >>> output_name("/home/me/runs/coco/versions/3fa2/"), output_name("gs://b/copy/3fa2")
+    ('coco', '3fa2')
+    """
+    if FileSystems.get_scheme(version) is None:
+        version = os.path.abspath(version)  # "." and ".." have names too
+    parts = version.rstrip("/").split("/")
+    return parts[-3] if len(parts) > 2 and parts[-2] == VERSIONS_DIRECTORY else parts[-1]
+
+
 def checked_version(options) -> str:
     """The checks of a command that reads a completed version (``--dataset``, ``--images``)
     and writes a folder (``--output``); returns the version's directory."""
@@ -111,7 +124,7 @@ def run(options: PreviewOptions) -> str:
     ]
     header = Header(
         version=version.rstrip("/").rsplit("/", 1)[-1],
-        dataset=version,
+        output=output_name(version),
         decoys=read_manifest(version)["options"]["decoys"],
         seed=options.seed,
         per_split=options.per_split,

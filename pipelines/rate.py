@@ -31,7 +31,7 @@ from functools import partial
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import Fence
-from pipelines.cli import Command
+from pipelines.cli import Command, wrapped
 from pipelines.lifecycle import Produced, write_version
 from pipelines.options import (
     GenerateOptions,
@@ -555,7 +555,7 @@ def overview() -> str:
         f"{name}: {command.description}\n  {command.example}"
         for name, (_, command, _) in SUBCOMMANDS.items()
     )
-    return f"{USAGE}\n\n{commands}\n\ndmc-rate COMMAND --help lists a command's options."
+    return wrapped(f"{USAGE}\n\n{commands}\n\ndmc-rate COMMAND --help lists a command's options.")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,12 +1,14 @@
 """What ``--help`` tells a user: the command's name, what it does, its options by group."""
 
 import dataclasses
+import importlib
 import pathlib
 import re
 
 import pytest
 
 from pipelines import generate, make_corpus, optimize, preview, publish, rate, regenerate, train
+from pipelines.cli.parser import MAX_HELP_WIDTH, shown_choices
 from pipelines.options import GenerateOptions, LogOptions, TrainOptions
 from schemas.options import REQUIRED
 
@@ -96,3 +98,34 @@ def test_make_corpus_help_does_not_promise_beam_options(capsys):
     words = " ".join(_help(make_corpus, capsys).split())
     assert words.startswith("usage: dmc-make-corpus ")
     assert "Apache Beam" not in words and "(did you mean --seed?)" in words
+
+
+def _console_scripts() -> list[tuple[str, str]]:
+    """(command, module) of every console script setup.py installs."""
+    setup = (pathlib.Path(__file__).resolve().parent.parent / "setup.py").read_text()
+    return re.findall(r'"(dmc-[\w-]+) = (pipelines\.\w+):main"', setup)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        *([module, "--help"] for _, module in _console_scripts()),
+        *(["pipelines.rate", command, "--help"] for command in rate.SUBCOMMANDS),
+    ],
+    ids=" ".join,
+)
+def test_no_help_line_is_wider_than_one_reads_even_in_a_wide_terminal(argv, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit) as exited:
+        importlib.import_module(argv[0]).main(argv[1:])
+    assert exited.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 5
+    assert max(map(len, lines)) <= MAX_HELP_WIDTH, max(lines, key=len)
+
+
+def test_a_long_list_of_choices_is_listed_in_the_help_not_the_usage():
+    assert shown_choices("pool", ("", "all", "split")) == ("{all,split}", "")
+    many = tuple(f"strategy_{n}" for n in range(9))
+    metavar, listed = shown_choices("decoys", many)
+    assert metavar == "DECOYS" and listed == "; one of: " + ", ".join(many)

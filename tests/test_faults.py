@@ -6,6 +6,7 @@ checked is what a user sees: the exit code and every line on stderr.
 
 import gzip
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -16,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.claims import LOCK_FILE
-from pipelines.versions import verify_version
+from pipelines.lifecycle import write_version
+from pipelines.versions import plan_version, verify_version
 from tests.conftest import SMALL
 from transforms.errors import InputError
 
@@ -109,6 +111,10 @@ def _bad_inputs(tmp: pathlib.Path, corpus: str, model: str) -> list[tuple[list[s
         ),
         (["--input", corpus, *out, "--neighbors", "20"], "unknown flag --neighbors (did you mean"),
         (["--input", corpus, *out, "--sead", "7"], "unknown flag --sead (did you mean --seed?)"),
+        (
+            ["--input", corpus, *out, *SMALL_ARGS, "--pv_model", _write(tmp / "a.model", b"x\n")],
+            f"{tmp / 'a.model'}: not a paragraph-vector model",
+        ),
         (
             ["--input", corpus, *out, "--pv_model", str(tmp / "no.model")],
             f"--pv_model {tmp / 'no.model'}: no such file",
@@ -265,3 +271,28 @@ def test_two_runs_of_one_version_never_publish_a_broken_one(synthetic_corpus, tm
     manifest = verify_version(str(version))
     assert any(entry["path"].endswith(".parquet") for entry in manifest["files"])
     assert not (version / LOCK_FILE).exists()
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("a bug"), KeyboardInterrupt()])
+def test_a_run_that_fails_before_writing_leaves_no_version_folder(tmp_path, failure):
+    """Not only a refused input: a failed or interrupted run leaves no empty folder either
+    (a reader finds versions/<name>/ and takes it for a run still going); files it
+    wrote stay, for a look and for the next run to clear."""
+    output = str(tmp_path / "out")
+    version = plan_version(output, "v1", force=False)
+
+    def fails(directory: str, fence) -> None:
+        assert os.listdir(directory) == [LOCK_FILE]  # claimed, nothing written yet
+        raise failure
+
+    with pytest.raises(type(failure)):
+        write_version(output, version, fails)
+    assert os.listdir(output) == []
+
+    def writes_then_fails(directory: str, fence) -> None:
+        pathlib.Path(directory, "train-00000-of-00001.parquet").write_bytes(b"partial")
+        raise failure
+
+    with pytest.raises(type(failure)):
+        write_version(output, version, writes_then_fails)
+    assert os.listdir(version.directory) == ["train-00000-of-00001.parquet"]

@@ -1,3 +1,4 @@
+import pickle
 import re
 
 import numpy as np
@@ -62,3 +63,19 @@ def test_a_reused_model_must_carry_the_checksum_of_exactly_these_captions(tmp_pa
     train_paragraph_vectors(documents, CONFIG).save(plain)  # gensim's own save: no stamp
     with pytest.raises(InputError, match=re.escape(f"{plain}: the model carries no checksum")):
         check_model_corpus(load_model(plain), digest, plain)
+
+
+def test_a_file_that_is_no_model_is_an_input_error_naming_it(tmp_path):
+    model = tmp_path / "good.model"
+    save_model(train_paragraph_vectors(_documents()[:50], CONFIG), str(model))
+    data = model.read_bytes()
+    assert load_model(str(model)).dv.vectors.shape[0] == 50
+    for name, content in [
+        ("notes.model", b"garbage\n"),  # another file given as --pv_model
+        ("cut.model", data[: len(data) // 2]),  # a truncated copy
+        ("list.model", pickle.dumps([1, 2])),  # a pickle, of something else
+    ]:
+        path = tmp_path / name
+        path.write_bytes(content)
+        with pytest.raises(InputError, match=re.escape(f"{path}: not a paragraph-vector model")):
+            load_model(str(path))

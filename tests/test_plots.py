@@ -5,8 +5,19 @@ import io
 import numpy as np
 from matplotlib.image import imread
 
-from transforms.dataset.statistics import DECOY_MEASURES, describe
-from transforms.report.plots import IMAGE_COLOUR, TEXT_COLOUR, accuracy, dataset_plots
+from schemas.records import Skip
+from transforms.dataset.statistics import DECOY_MEASURES, compute_statistics, describe
+from transforms.report.plots import (
+    BEFORE_SPLIT,
+    IMAGE_COLOUR,
+    TEXT_COLOUR,
+    accuracy,
+    dataset_plots,
+    needs_log_scale,
+    similarity_curves,
+    skip_bars,
+    validity_bars,
+)
 
 
 def _statistics() -> dict:
@@ -68,3 +79,51 @@ def test_no_similarity_plot_when_every_decoy_is_an_edit():
         split["decoys"] = {name: describe(np.zeros(0)) for name in DECOY_MEASURES}
     assert set(dataset_plots(statistics)) == {"split_sizes.png", "skipped.png"}
     assert "decoy_similarities.png" in dataset_plots(_statistics())
+
+
+def test_every_skip_reason_has_a_bar_duplicates_before_the_split():
+    skips = [
+        *(Skip("normalize/duplicate_caption", f"d{n}") for n in range(7)),  # no split yet
+        Skip("normalize/empty_caption", "e1"),
+        *(Skip("decoys/in_no_closed_set", f"c{n}", "train") for n in range(3)),
+        Skip("decoys/in_no_closed_set", "c9", "test"),
+    ]
+    statistics = compute_statistics({"train": None, "dev": None, "test": None}, skips, {}, {})
+    reasons, stacks = skip_bars(statistics)
+    assert reasons == [
+        "decoys/in_no_closed_set",
+        "normalize/duplicate_caption",
+        "normalize/empty_caption",
+    ]
+    assert stacks == {
+        BEFORE_SPLIT: [0, 7, 1],
+        "train": [3, 0, 0],
+        "dev": [0, 0, 0],
+        "test": [1, 0, 0],
+    }
+    totals = [sum(column) for column in zip(*stacks.values(), strict=True)]
+    assert totals == [statistics["skipped"][reason] for reason in reasons]
+
+
+def test_validity_bars_keep_small_counts_visible():
+    statistics = {"validity": {"validity/same_image": 25, "validity/repeats_an_option": 5013}}
+    statistics["validity"]["validity/too_similar"] = 0
+    rules = validity_bars(statistics)
+    assert rules == [("same_image", 25), ("repeats_an_option", 5013)]
+    assert needs_log_scale([count for _, count in rules])
+    assert not needs_log_scale([25, 2500]) and not needs_log_scale([])
+
+
+def test_each_histogram_spans_its_measures_range():
+    statistics = _statistics()
+    curves = similarity_curves(statistics)
+    assert [limits for limits, _ in curves.values()] == [(-1.0, 1.0), (0.0, 1.0), (0.0, 1.0)]
+    for name, ((low, high), lines) in curves.items():
+        assert [label.split()[0] for label, _, _ in lines] == ["train", "dev", "test"]
+        for _, edges, share in lines:
+            assert (edges[0], edges[-1], len(edges)) == (low, high, len(share) + 1), name
+            assert abs(share.sum() - 1) < 1e-9  # no decoy falls outside the range drawn
+    dev = statistics["splits"]["dev"]["decoys"]
+    dev["score"] = describe(np.array([-0.2, 0.3, 0.5]))  # a negative simPV pulls Score below 0
+    (low, _), lines = similarity_curves(statistics)["score"]
+    assert low == -1.0 and all(abs(share.sum() - 1) < 1e-9 for _, _, share in lines)

@@ -454,3 +454,34 @@ def test_the_preview_reads_and_writes_gcs_as_local_files(dataset_with_urls, tmp_
     assert page == (local / INDEX_FILE).read_text().replace(str(version), remote)
     assert f'src="images/{shown["image_file"]}"' in page
     assert copied == (photos / shown["image_file"]).read_bytes()
+
+
+def test_every_path_into_a_version_gives_the_same_page_naming_no_local_path(
+    dataset_with_urls, tmp_path, monkeypatch, capsys
+):
+    """OUTPUT, OUTPUT/latest, a folder inside it, the version and a folder inside that, given
+    absolute or relative: one version read, one page, which names the version and the
+    output's name, not where this machine keeps them (the page is shared)."""
+    version = pathlib.Path(dataset_with_urls)
+    output = version.parent.parent
+    monkeypatch.chdir(output.parent)
+    relative = pathlib.Path(output.name)
+    paths = [
+        output,
+        output / "latest",
+        output / "latest" / PARQUET,
+        relative / "latest" / PARQUET / "dev",
+        version,
+        relative / "versions" / version.name / "dataset" / PARQUET,
+    ]
+    pages = []
+    for number, path in enumerate(paths):
+        written = tmp_path / str(number)
+        assert main(["--dataset", str(path), "--output", str(written), "--per_split", "2"]) == 0
+        pages.append((written / INDEX_FILE).read_text(encoding="utf-8"))
+    capsys.readouterr()
+    assert all(page == pages[0] for page in pages[1:])
+    [meta] = parse(pages[0]).find_all("p", "meta")
+    assert meta.text().startswith(f"output {output.name} · decoys ")
+    assert f"<h1>Dataset preview: <code>{version.name}</code></h1>" in pages[0]
+    assert str(output.parent) not in pages[0]

@@ -12,6 +12,7 @@ from pipelines.cli.parser import (
     parse_flags,
     parse_options,
     refuse_unknown,
+    wrapped,
 )
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "parse_flags",
     "parse_options",
     "refuse_unknown",
+    "wrapped",
 ]

@@ -30,13 +30,29 @@ class StrictParser(argparse.ArgumentParser):
         raise InputError(message)
 
 
-def _wrapped(text: str) -> str:
-    """``text`` line by line filled to argparse's width (the terminal's columns less 2), for
-    RawDescriptionHelpFormatter: paragraphs fit the terminal, an indented example command
-    line stays as written (argparse's own filling would run it into the text)."""
-    width = max(shutil.get_terminal_size().columns - 2, 11)
+MAX_HELP_WIDTH = 100  # a wide terminal does not make help lines longer than one reads at once
+LONG_CHOICES = 40  # a {a,b,...} metavar longer than this is named instead, its choices in the help
+
+
+def help_width() -> int:
+    """argparse's width (the terminal's columns less 2), at most :data:`MAX_HELP_WIDTH`."""
+    return min(max(shutil.get_terminal_size().columns - 2, 11), MAX_HELP_WIDTH)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's layout at :func:`help_width`."""
+
+    def __init__(self, prog: str, **kwargs):
+        super().__init__(prog, **{"width": help_width(), **kwargs})
+
+
+def wrapped(text: str) -> str:
+    """``text`` line by line filled to :func:`help_width`, for :class:`HelpFormatter`:
+    paragraphs fit, an indented example command line stays as written (argparse's own
+    filling would run it into the text)."""
     return "\n".join(
-        line if line.startswith(" ") else textwrap.fill(line, width) for line in text.splitlines()
+        line if line.startswith(" ") else textwrap.fill(line, help_width())
+        for line in text.splitlines()
     )
 
 
@@ -72,13 +88,31 @@ class Command:
         return StrictParser(
             prog=self.prog,
             usage=usage,
-            description=_wrapped(f"{self.description}\n\nexample:\n  {self.example}"),
-            epilog=_wrapped(
+            description=wrapped(f"{self.description}\n\nexample:\n  {self.example}"),
+            epilog=wrapped(
                 f"{BEAM_OPTIONS if self.beam else NO_OTHER_OPTIONS} The manual documents "
                 f"it all: {self.manual}."
             ),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=HelpFormatter,
         )
+
+
+def shown_choices(name: str, choices: tuple[str, ...] | None) -> tuple[str | None, str]:
+    """(metavar, what the help adds) for an option's choices: ``{a,b}`` in the usage, or when
+    that is longer than :data:`LONG_CHOICES` (argparse cannot wrap a metavar) the option's
+    name, its choices listed in the help, which wraps. An empty choice (the default) is not
+    one to type: ``{all,split}``, not ``{,all,split}``.
+
+    >>> shown_choices("pool", ("", "all", "split"))
+    ('{all,split}', '')
+    """
+    if not choices:
+        return None, ""
+    typed = [choice for choice in choices if choice]
+    metavar = "{" + ",".join(typed) + "}"
+    if len(metavar) <= LONG_CHOICES:
+        return metavar, ""
+    return name.upper(), f"; one of: {', '.join(typed)}"
 
 
 def add_arguments(parser: argparse.ArgumentParser, *options_types: type) -> None:
@@ -90,8 +124,11 @@ def add_arguments(parser: argparse.ArgumentParser, *options_types: type) -> None
             if title not in groups:
                 groups[title] = parser.add_argument_group(title)
             required, choices = option.default is REQUIRED, option.metadata["choices"]
-            help = option.metadata["help"] + (
-                " (required)" if required else f" (default: {shown_default(option)})"
+            metavar, listed = shown_choices(option.name, choices)
+            help = (
+                option.metadata["help"]
+                + listed
+                + (" (required)" if required else f" (default: {shown_default(option)})")
             )
             if option.type is bool:
                 groups[title].add_argument(f"--{option.name}", action="store_true", help=help)
@@ -102,8 +139,7 @@ def add_arguments(parser: argparse.ArgumentParser, *options_types: type) -> None
                 required=required,
                 default=None if required else option.default,
                 choices=choices,
-                # an empty choice (the default) is not one to type: {all,split}, not {,all,split}
-                metavar="{" + ",".join(filter(None, choices)) + "}" if choices else None,
+                metavar=metavar,
                 help=help,
             )
 

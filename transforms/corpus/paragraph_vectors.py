@@ -176,11 +176,26 @@ def save_model(model: Doc2Vec, path: str) -> None:
         model.save(handle)
 
 
+PICKLE_START = b"\x80"  # the PROTO opcode that begins every pickle since protocol 2
+
+
 def load_model(path: str) -> Doc2Vec:
     """Reads a model written by :func:`save_model` or gensim's ``save``.
 
     Reading is not accepting: a model is used only once :func:`check_model_corpus`
     found the checksum of exactly these captions stamped on it, which only models
-    written by pipelines.generate and pipelines.optimize carry.
+    written by pipelines.generate and pipelines.optimize carry. A file that is no
+    pickled Doc2Vec (another file given as ``--pv_model``, a truncated copy) is an
+    InputError naming it, not a traceback from inside a pipeline run.
     """
-    return pickle.loads(read_file(path))
+    data = read_file(path)
+    try:
+        model = pickle.loads(data) if data.startswith(PICKLE_START) else None
+    except (pickle.UnpicklingError, EOFError):  # a damaged or truncated pickle
+        model = None
+    if not isinstance(model, Doc2Vec):
+        raise InputError(
+            f"{path}: not a paragraph-vector model (a gensim Doc2Vec file, as written by "
+            "pipelines.generate and pipelines.optimize)"
+        )
+    return model

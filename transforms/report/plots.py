@@ -14,7 +14,10 @@ from transforms.corpus.split import SPLITS
 from transforms.dataset.statistics import DECOY_MEASURES
 
 MEASURE_LABELS = {"sim_pv": "simPV", "sim_surf": "simSURF", "score": "Score"}
+# simPV is a cosine; simSURF a BLEU (0..1); Score, of the decoys kept, above 0
+MEASURE_LOWS = {"sim_pv": -1.0, "sim_surf": 0.0, "score": 0.0}
 TEXT_COLOUR, IMAGE_COLOUR = "#c44e52", "#4c72b0"
+BEFORE_SPLIT = "before split"  # skipped before the captions were split
 
 
 def png_bytes(figure: Figure) -> bytes:
@@ -23,18 +26,46 @@ def png_bytes(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def decoy_similarities(statistics: dict) -> bytes:
-    """simPV, simSURF and Score of the chosen decoys: one panel each, one line per split."""
-    figure = Figure(figsize=(13, 3.6), layout="tight")
-    axes = figure.subplots(1, len(DECOY_MEASURES))
-    for axis, name in zip(axes, DECOY_MEASURES, strict=True):
+def measure_range(name: str, statistics: dict) -> tuple[float, float]:
+    """The x range of a measure's histogram (:data:`MEASURE_LOWS` to 1), widened to -1 when
+    some split's decoys go below that (a Score with a negative simPV, from a strategy that
+    keeps any candidate)."""
+    lowest = min(
+        (split["decoys"][name].get("min", 0.0) for split in statistics["splits"].values()),
+        default=0.0,
+    )
+    return (MEASURE_LOWS[name] if lowest >= MEASURE_LOWS[name] else -1.0), 1.0
+
+
+def similarity_curves(statistics: dict) -> dict[str, tuple[tuple[float, float], list]]:
+    """Per measure, its x range and one (label, edges, share of decoys) curve per split that
+    has decoys, the bins cut to the range."""
+    curves = {}
+    for name in DECOY_MEASURES:
+        low, high = measure_range(name, statistics)
+        lines = []
         for split in SPLITS:
             values = statistics["splits"][split]["decoys"][name]
             if not values["count"]:
                 continue
             edges = np.array(values["histogram"]["edges"])
             share = np.array(values["histogram"]["counts"]) / values["count"]
-            axis.stairs(share, edges, label=f"{split} (mean {values['mean']:.3f})")
+            inside = (edges[:-1] >= low) & (edges[1:] <= high)
+            edges = edges[np.append(inside, False) | np.insert(inside, 0, False)]
+            lines.append((f"{split} (mean {values['mean']:.3f})", edges, share[inside]))
+        curves[name] = ((low, high), lines)
+    return curves
+
+
+def decoy_similarities(statistics: dict) -> bytes:
+    """simPV, simSURF and Score of the chosen decoys: one panel each, one line per split."""
+    figure = Figure(figsize=(13, 3.6), layout="tight")
+    axes = figure.subplots(1, len(DECOY_MEASURES))
+    curves = similarity_curves(statistics)
+    for axis, (name, (limits, lines)) in zip(axes, curves.items(), strict=True):
+        for label, edges, share in lines:
+            axis.stairs(share, edges, label=label)
+        axis.set_xlim(*limits)
         axis.set_title(f"decoy {MEASURE_LABELS[name]} to the target")
         axis.set_xlabel(MEASURE_LABELS[name])
         axis.set_ylabel("share of decoys")
@@ -58,26 +89,64 @@ def split_sizes(statistics: dict) -> bytes:
     return png_bytes(figure)
 
 
-def skipped(statistics: dict) -> bytes:
-    """Skipped captions by reason and split; candidates the validity rules turned away."""
+def skip_bars(statistics: dict) -> tuple[list[str], dict[str, list[int]]]:
+    """Every skip reason, and per stage of the run its count of each: "before split" for
+    what was dropped before the captions had a split (normalize/*: empty or duplicate
+    captions), then each split's. The statistics count skips by split only for those
+    with a split; the rest of a reason's total is the before-split share."""
     reasons = sorted(statistics["skipped"])
-    rules = [rule for rule, count in statistics["validity"].items() if count]
+    by_split = {
+        split: [statistics["splits"][split]["skipped"].get(r, 0) for r in reasons]
+        for split in SPLITS
+    }
+    before = [
+        statistics["skipped"][r] - sum(counts[row] for counts in by_split.values())
+        for row, r in enumerate(reasons)
+    ]
+    return reasons, {BEFORE_SPLIT: before, **by_split}
+
+
+def validity_bars(statistics: dict) -> list[tuple[str, int]]:
+    """(rule, candidates it turned away) for each rule that turned some away."""
+    return [
+        (rule.split("/", 1)[-1], count) for rule, count in statistics["validity"].items() if count
+    ]
+
+
+def needs_log_scale(counts: list[int]) -> bool:
+    """A log axis when the largest count is over a hundred times the smallest, so 25 beside
+    5,013 still shows as a bar."""
+    return bool(counts) and max(counts) > 100 * min(counts)
+
+
+def skipped(statistics: dict) -> bytes:
+    """Skipped captions by reason and stage; candidates the validity rules turned away.
+    Each bar is labelled with its count."""
+    reasons, stacks = skip_bars(statistics)
+    rules = validity_bars(statistics)
     figure = Figure(figsize=(13, 3.6), layout="tight")
     left, right = figure.subplots(1, 2)
     rows = np.arange(len(reasons))
     start = np.zeros(len(reasons))
-    for split in SPLITS:
-        counts = np.array([statistics["splits"][split]["skipped"].get(r, 0) for r in reasons])
-        left.barh(rows, counts, left=start, label=split)
-        start += counts
+    for stage, counts in stacks.items():
+        if any(counts):  # the last stack drawn ends at each reason's total: label it there
+            outer = left.barh(rows, counts, left=start, label=stage)
+            start += counts
+    if reasons:  # room for the count labels at the bars' ends
+        left.bar_label(outer, labels=[f"{int(total):,}" for total in start], padding=3)
+        left.set_xlim(0, 1.15 * start.max())
+        left.legend(fontsize="small", loc="lower right")
+    right.margins(x=0.15)
     left.set_yticks(rows, reasons)
     left.set_xlabel("captions skipped")
     left.set_title("skipped captions by reason" if reasons else "no caption skipped")
-    if reasons:
-        left.legend(fontsize="small")
-    right.barh(np.arange(len(rules)), [statistics["validity"][rule] for rule in rules])
-    right.set_yticks(np.arange(len(rules)), [rule.split("/", 1)[-1] for rule in rules])
-    right.set_xlabel("candidates turned away")
+    counts = [count for _, count in rules]
+    bars = right.barh(np.arange(len(rules)), counts)
+    right.bar_label(bars, labels=[f"{count:,}" for count in counts], padding=3)
+    if needs_log_scale(counts):
+        right.set_xscale("log")
+    right.set_yticks(np.arange(len(rules)), [rule for rule, _ in rules])
+    right.set_xlabel("candidates turned away" + (" (log scale)" if needs_log_scale(counts) else ""))
     right.set_title("validity rules" if rules else "validity rules turned nothing away")
     return png_bytes(figure)
 

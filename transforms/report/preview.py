@@ -59,7 +59,7 @@ class SplitPreview:
 @dataclass(frozen=True)
 class Header:
     version: str
-    dataset: str  # the directory the instances were read from
+    output: str  # the name of the folder dmc-generate wrote, never a local path: pages are shared
     decoys: str  # the decoy strategy
     seed: int
     per_split: int
@@ -257,7 +257,7 @@ def render_page(header: Header, splits: list[SplitPreview]) -> str:
     return Template(assets.read("preview.html")).substitute(
         version=_text(header.version),
         style=assets.read("preview.css"),
-        dataset=_text(header.dataset),
+        output=_text(header.output),
         decoys=_text(header.decoys),
         per_split=f"{header.per_split:,}",
         seed=header.seed,

@@ -14,6 +14,7 @@ from transforms.trainer.models import answers
 from transforms.trainer.text_rules import TEXT_RULES
 
 EVALUATION_SPLITS = ("dev", "test")
+CAPTION_METRICS = ("ROUGE-L", "CIDEr")  # the keys of a model's captioning scores
 
 
 def count_correct(
@@ -119,14 +120,35 @@ def metrics_table(metrics: dict) -> str:
     return "\n".join(lines)
 
 
+def aligned(header: list[str], rows: list[list[str]]) -> str:
+    """A plain-text table whose columns are as wide as their widest cell, header included,
+    so no value, however long, pushes its row out of line: the first column to the left,
+    the numbers to the right.
+
+    >>> print(aligned(["model", "size"], [["A", "1024:512:256"]]))
+    model          size
+    A      1024:512:256
+    """
+    widths = [max(map(len, column)) for column in zip(header, *rows, strict=True)]
+    return "\n".join(
+        "  ".join(
+            cell.ljust(width) if column == 0 else cell.rjust(width)
+            for column, (cell, width) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
+        for line in (header, *rows)
+    )
+
+
 def captioning_table(metrics: dict) -> str:
     """Tables 4 and 5's shape: per captioning model its size, lambda_gen, accuracy and its
     captions' ROUGE-L and CIDEr-D on dev and test ("" when no model captions)."""
     rows = [row for row in metrics["models"] if "captioning" in row]
     if not rows:
         return ""
-    header = ["size", "λgen", "dev acc", "test acc", "ROUGE-L dev", "test", "CIDEr dev", "test"]
-    lines = ["".join(f"{cell:>12}" for cell in header)]
+    header = ["model", "size", "λgen"]
+    header += [f"acc {split}" for split in EVALUATION_SPLITS]
+    header += [f"{metric} {split}" for metric in CAPTION_METRICS for split in EVALUATION_SPLITS]
+    lines = []
     for row in rows:
         accuracies = [
             f"{100 * row[split]['accuracy']:.1f}" if split in row else "-"
@@ -134,9 +156,10 @@ def captioning_table(metrics: dict) -> str:
         ]
         scores = [
             f"{row['captioning'][split][metric]:.3f}" if split in row["captioning"] else "-"
-            for metric in ("ROUGE-L", "CIDEr")
+            for metric in CAPTION_METRICS
             for split in EVALUATION_SPLITS
         ]
-        cells = [row["selection"]["size"], f"{row['selection']['lambda_gen']:g}", *accuracies]
-        lines.append("".join(f"{cell:>12}" for cell in [*cells, *scores]))
-    return "\n".join(lines)
+        selection = row["selection"]
+        cells = [row["model"], str(selection["size"]), f"{selection['lambda_gen']:g}"]
+        lines.append([*cells, *accuracies, *scores])
+    return aligned(header, lines)
