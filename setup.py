@@ -14,9 +14,10 @@ setuptools.setup(
     packages=setuptools.find_packages(
         include=["pipelines", "pipelines.*", "transforms", "transforms.*", "schemas"]
     ),
-    # the rating app's page, script and style and the dataset card's templates, read at run
-    # time with importlib.resources: a wheel and Dataflow's --setup_file install them too
-    package_data={"transforms.report.assets": ["*.html", "*.css", "*.js", "*.md"]},
+    # the rating app's page, script and style, the dataset card's templates and Croissant's
+    # @context, read at run time with importlib.resources: a wheel and Dataflow's
+    # --setup_file install them too
+    package_data={"transforms.report.assets": ["*.html", "*.css", "*.js", "*.md", "*.json"]},
     install_requires=[
         "apache-beam[gcp]>=2.60,<3",  # gcp: gs:// reads and writes, the Dataflow runner
         "gensim>=4.3,<5",
@@ -66,6 +67,8 @@ setuptools.setup(
             "pandas>=2",
             "datasets>=3",
             "pyyaml>=6",
+            # tests/test_croissant.py validates and reads metadata.json as Croissant's loader
+            "mlcroissant>=1.1",
         ],
         # the manual under docs/ (mkdocs.yml); CI builds it with --strict so a broken link
         # or a page missing from the nav fails
