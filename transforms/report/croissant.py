@@ -54,14 +54,13 @@ def _shard_object(entry: dict) -> dict:
 
 
 def _split_files(split: str) -> dict:
-    pattern = relative_shard_pattern(PARQUET, split)
     return {
         "@type": "cr:FileSet",
         "@id": f"{PARQUET}/{split}",
         "name": f"{PARQUET}/{split}",
         "description": f"The {split} split's Parquet shards, each listed with its sha256.",
         "encodingFormat": PARQUET_FORMAT,
-        "includes": pattern,
+        "includes": relative_shard_pattern(PARQUET, split),
     }
 
 
@@ -107,8 +106,8 @@ def croissant_metadata(
     ``shards``: the manifest's entries (``path`` relative to the dataset folder, ``bytes``,
     ``sha256``) of its Parquet shards; a split without shards has no record set.
     """
-    split_of = {entry["path"]: SHARD_NAME.fullmatch(entry["path"])["prefix"] for entry in shards}
-    splits = [split for split in SPLITS if split in split_of.values()]
+    present = {SHARD_NAME.fullmatch(entry["path"])["prefix"] for entry in shards}
+    splits = [split for split in SPLITS if split in present]
     return {
         # Croissant 1.1's own @context, as its examples and mlcroissant spell it
         "@context": json.loads(assets.read("croissant_context.json")),
