@@ -14,9 +14,10 @@ setuptools.setup(
     packages=setuptools.find_packages(
         include=["pipelines", "pipelines.*", "transforms", "transforms.*", "schemas"]
     ),
-    # the rating app's page, script and style and the dataset card's templates, read at run
-    # time with importlib.resources: a wheel and Dataflow's --setup_file install them too
-    package_data={"transforms.report.assets": ["*.html", "*.css", "*.js", "*.md"]},
+    # the rating app's page, script and style, the dataset card's templates and Croissant's
+    # @context, read at run time with importlib.resources: a wheel and Dataflow's
+    # --setup_file install them too
+    package_data={"transforms.report.assets": ["*.html", "*.css", "*.js", "*.md", "*.json"]},
     install_requires=[
         "apache-beam[gcp]>=2.60,<3",  # gcp: gs:// reads and writes, the Dataflow runner
         "gensim>=4.3,<5",
@@ -69,6 +70,8 @@ setuptools.setup(
             "datasets>=3",
             "pyyaml>=6",
             "huggingface_hub>=1.0",
+            # tests/test_croissant.py validates and reads metadata.json as Croissant's loader
+            "mlcroissant>=1.1",
         ],
         # dmc-publish: uploads a version's dataset folder to a Hugging Face Hub dataset repo
         "hub": ["huggingface_hub>=1.0"],

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import Fence, claimed
+from pipelines.metadata import write_metadata
 from pipelines.versions import (
     MANIFEST_FILE,
     Version,
@@ -135,6 +136,7 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
         "metrics": produced.counters,
     }
     write_card(directory, manifest, statistics, produced.card)
+    write_metadata(directory, version.name, manifest)
     manifest["files"] = checked_inventory(directory, produced.records)
     fence()
     write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)

@@ -32,6 +32,7 @@ from tests.conftest import SMALL, generated
 from tests.version_checks import version_files
 from transforms.errors import InputError
 from transforms.files import read_parquet_files
+from transforms.report.croissant import METADATA_FILE
 from transforms.report.rating_app import render_app
 from transforms.report.ratings import (
     DUPLICATE,
@@ -53,6 +54,7 @@ from transforms.report.ratings import (
     table_text,
     table_two,
 )
+from transforms.report.tfds import DATASET_INFO_FILE
 from transforms.trainer.metrics import binomial_std
 
 # Arithmetic on hand-made answer sets.
@@ -457,9 +459,10 @@ def test_the_app_is_answered_in_chromium_and_the_import_reports_the_chosen_table
         for path in source
         if not path.startswith(("dataset/parquet/dev", "dataset/tfrecord/dev", "dataset/mcic/dev"))
     }
+    # what describes the dev split: the card, statistics, Croissant and TFDS metadata
+    described = ("README.md", "statistics.json", METADATA_FILE, DATASET_INFO_FILE)
     changed = {
-        f"dataset/{name}"
-        for name in ("README.md", "statistics.json", "decoy_similarities.png", "split_sizes.png")
+        f"dataset/{name}" for name in (*described, "decoy_similarities.png", "split_sizes.png")
     }
     assert {path for path in same - changed if source[path] != filtered[path]} == set()
     assert main(["filter", "--ratings", str(ratings), "--output", str(output)]) == 0

@@ -1,0 +1,85 @@
+"""The metadata other ecosystems read, written into a version's dataset folder as it is finished.
+
+Croissant's ``dataset/metadata.json`` (:mod:`transforms.report.croissant`) and TFDS's
+``dataset/tfrecord/{dataset_info,features}.json`` (:mod:`transforms.report.tfds`),
+from the manifest and the shards as written: each shard is read once more here for
+its size, checksum and record count (the manifest's entries of it come later, after
+these files are written, so that they are listed too).
+"""
+
+from pipelines.versions import describe_file, version_paths
+from schemas.layout import DATASET, PARQUET, SHARD_NAME, SUFFIXES, TFRECORD, dataset_path
+from transforms.files import write_json
+from transforms.report.card import ALWAYS_CITED
+from transforms.report.croissant import METADATA_FILE, croissant_metadata
+from transforms.report.tfds import (
+    DATASET_INFO_FILE,
+    FEATURES_FILE,
+    tfds_dataset_info,
+    tfds_features,
+    tfds_name,
+)
+from transforms.strategies.registry import STRATEGIES
+
+
+def is_shard(path: str, form: str) -> bool:
+    """Whether ``path`` (relative to the version) is a shard of format ``form``.
+
+    >>> is_shard("dataset/parquet/dev/dev-00000-of-00001.parquet", "parquet")
+    True
+    >>> is_shard("dataset/tfrecord/feature_spec.json", "tfrecord")
+    False
+    """
+    match = SHARD_NAME.fullmatch(path)
+    return (
+        match is not None
+        and match["dir"].startswith(f"{DATASET}/{form}/")
+        and match["suffix"] == SUFFIXES[form]
+    )
+
+
+def dataset_shards(directory: str, form: str) -> list[dict]:
+    """The manifest's entries of one format's shards, ``path`` relative to the dataset folder."""
+    prefix = f"{DATASET}/"
+    return [
+        {**entry, "path": entry["path"][len(prefix) :]}
+        for entry in (
+            describe_file(directory, path)
+            for path in version_paths(directory)
+            if is_shard(path, form)
+        )
+    ]
+
+
+def write_metadata(directory: str, name: str, manifest: dict) -> None:
+    """Croissant and TFDS metadata of version ``name`` in ``directory``."""
+    options = manifest["options"]
+    strategy = STRATEGIES[options["decoys"]]
+    package = manifest["code"]["versions"]["dmc-datasets"]
+    description = (
+        f"Multiple-choice image captioning (MC-IC), version {name}: each instance is an image "
+        f"and {strategy.num_options} captions, its own and {strategy.num_options - 1} decoys "
+        f"({strategy.name}: {strategy.summary})."
+    )
+    about = {
+        "description": description,
+        "license": options["captions_license"],
+        "citation": "\n\n".join((*ALWAYS_CITED, *strategy.references)),
+    }
+    croissant = croissant_metadata(
+        name=f"dmc-{options['decoys']}",
+        version=name,
+        package=package,
+        num_options=strategy.num_options,
+        shards=dataset_shards(directory, PARQUET),
+        **about,
+    )
+    write_json(dataset_path(directory, METADATA_FILE), croissant)
+    info = tfds_dataset_info(
+        name=tfds_name(options["decoys"]),
+        package=package,
+        shards=dataset_shards(directory, TFRECORD),
+        **about,
+    )
+    write_json(dataset_path(directory, DATASET_INFO_FILE), info)
+    write_json(dataset_path(directory, FEATURES_FILE), tfds_features(strategy.num_options))

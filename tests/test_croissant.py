@@ -1,0 +1,152 @@
+"""The metadata other ecosystems read: Croissant's ``metadata.json`` and TFDS's files.
+
+Croissant is checked by its own loader, offline: ``mlcroissant`` validates the
+JSON-LD and reads every split's records from the Parquet shards it names, which must
+be the rows pyarrow reads. TFDS needs TensorFlow to read (1.8 GB, not a CI
+dependency), so its files are compared with ``tests/data/tfds/``: what
+tensorflow-datasets 4.9.10 itself wrote (``builder_from_directory(...)
+.info.write_to_directory(...)``) after reading a version's files, and its records,
+with ``as_dataset``. docs/output.md has that command.
+"""
+
+import json
+import math
+import os
+
+import mlcroissant
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.versions import read_manifest
+from schemas.instance import FIELDS
+from schemas.layout import DATASET, PARQUET, TFRECORD, dataset_path, shard_pattern
+from transforms.files import list_files
+from transforms.report.croissant import METADATA_FILE
+from transforms.report.tfds import (
+    DATASET_INFO_FILE,
+    FEATURES_FILE,
+    tfds_dataset_info,
+    tfds_features,
+)
+
+TFDS_WRITTEN = os.path.join(os.path.dirname(__file__), "data", "tfds")
+# Recommended, not required; a run's date would make reruns differ (croissant.py)
+NO_DATE = 'Property "https://schema.org/datePublished" is recommended, but does not exist.'
+
+
+def plain(value):
+    """A value as mlcroissant or pyarrow gives it, comparable: text, and NaN as None."""
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+@pytest.fixture(scope="module")
+def croissant(closed_sets_dataset) -> tuple[str, mlcroissant.Dataset]:
+    directory, _ = closed_sets_dataset
+    return directory, mlcroissant.Dataset(jsonld=dataset_path(directory, METADATA_FILE))
+
+
+def test_metadata_is_valid_croissant(croissant):
+    directory, dataset = croissant
+    issues = dataset.metadata.ctx.issues
+    assert not issues.errors
+    assert [warning.split("] ", 1)[1] for warning in issues.warnings] == [NO_DATE]
+    assert dataset.metadata.license == ["cc-by-4.0"]
+    assert "Ding" in dataset.metadata.cite_as
+    name = os.path.basename(directory)
+    assert dataset.metadata.version.endswith(f"+{name}")
+
+
+@pytest.mark.parametrize("split", ["train", "dev", "test"])
+def test_croissant_records_are_the_parquet_rows(croissant, split):
+    directory, dataset = croissant
+    read = [
+        {name.split("/", 1)[1]: plain(value) for name, value in record.items()}
+        for record in dataset.records(split)
+    ]
+    rows = [
+        {name: plain(value) for name, value in row.items()}
+        for path in list_files(shard_pattern(directory, PARQUET, split))
+        for row in pq.read_table(path).to_pylist()
+    ]
+    assert len(read) == len(rows) > 0
+    assert sorted(read, key=lambda r: r["example_id"]) == sorted(
+        rows, key=lambda r: r["example_id"]
+    )
+
+
+def test_croissant_lists_each_parquet_shard_as_the_manifest_does(croissant):
+    directory, dataset = croissant
+    manifest = {entry["path"]: entry for entry in read_manifest(directory)["files"]}
+    listed = {
+        f"{DATASET}/{file.content_url}": file.sha256 for file in dataset.metadata.file_objects
+    }
+    shards = {path for path in manifest if path.startswith(f"{DATASET}/{PARQUET}/")}
+    assert set(listed) == shards
+    assert all(listed[path] == manifest[path]["sha256"] for path in shards)
+    # the metadata is part of the version: listed, so a changed byte is refused
+    assert f"{DATASET}/{METADATA_FILE}" in manifest
+
+
+def test_croissant_fields_are_the_instance_schema(croissant):
+    _, dataset = croissant
+    for record_set in dataset.metadata.record_sets:
+        assert [field.name for field in record_set.fields] == [field.name for field in FIELDS]
+        arrays = {field.name: bool(field.is_array) for field in record_set.fields}
+        assert arrays == {field.name: field.repeated for field in FIELDS}
+
+
+def written_by_tfds(name: str) -> dict:
+    with open(os.path.join(TFDS_WRITTEN, name), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def test_tfds_files_are_what_tfds_writes():
+    """TFDS read our files and wrote these back: ours must be the same, given its values."""
+    assert tfds_features(5) == written_by_tfds("features.json")
+    written = written_by_tfds("dataset_info.json")
+    shards = [
+        {
+            "path": f"{split['name']}/{split['name']}-00000-of-00001.tfrecord",
+            "records": int(split["shardLengths"][0]),
+            "bytes": int(split["numBytes"]),
+        }
+        for split in written["splits"]
+    ]
+    ours = tfds_dataset_info(
+        name=written["name"],
+        package=written["version"],
+        description=written["description"],
+        license=written["redistributionInfo"]["license"],
+        citation=written["citation"],
+        shards=shards,
+    )
+    # TFDS adds the module that read it, when it writes the info back
+    assert ours == {key: value for key, value in written.items() if key != "moduleName"}
+
+
+def test_tfds_files_describe_the_tfrecord_shards(closed_sets_dataset):
+    directory, _ = closed_sets_dataset
+    with open(dataset_path(directory, FEATURES_FILE), encoding="utf-8") as handle:
+        assert json.load(handle) == tfds_features(5)
+    with open(dataset_path(directory, DATASET_INFO_FILE), encoding="utf-8") as handle:
+        info = json.load(handle)
+    statistics = read_manifest(directory)["statistics"]["splits"]
+    for split in info["splits"]:
+        lengths = split["shardLengths"]
+        # TFDS's naming.ShardedFileTemplate, relative to the folder it reads
+        paths = [
+            split["filepathTemplate"].format(
+                SPLIT=split["name"], SHARD_X_OF_Y=f"{shard:05d}-of-{len(lengths):05d}"
+            )
+            for shard in range(len(lengths))
+        ]
+        folder = dataset_path(directory, TFRECORD)
+        found = list_files(shard_pattern(directory, TFRECORD, split["name"]))
+        assert sorted(os.path.join(folder, path) for path in paths) == sorted(found)
+        assert sum(int(length) for length in lengths) == statistics[split["name"]]["instances"]
