@@ -1,4 +1,5 @@
-"""What every pipeline's driver shares: the runner, its counters, the CLI's errors."""
+"""What every pipeline's driver shares: the runner, its counters, its log lines, the CLI's
+errors."""
 
 import logging
 import os
@@ -146,8 +147,8 @@ def utc_formatter() -> logging.Formatter:
 
 def stderr_handler(log: LogOptions, terminal: bool) -> logging.Handler:
     """Every line with --verbose; errors only with --quiet; else our progress lines and
-    warnings: as they come on a terminal, a stage's every ``--progress_interval`` seconds
-    otherwise. Timestamps are UTC unless on a terminal."""
+    warnings, as they come on a terminal, and off a terminal (a scheduler's log) a stage's
+    progress at most once every ``--progress_interval`` seconds, timestamped in UTC."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(TERMINAL_FORMAT) if terminal else utc_formatter())
     if not log.verbose:
@@ -160,13 +161,10 @@ def stderr_handler(log: LogOptions, terminal: bool) -> logging.Handler:
 def logging_to(log: LogOptions) -> Iterator[None]:
     """Log lines go to stderr (see stderr_handler) and all of them to ``--log_file``.
 
-    The NullHandler keeps Python's last-resort handler, which would print Beam's
-    tracebacks, off when --quiet leaves stderr with no line to show.
+    The stderr handler, even when it shows nothing, keeps Python's last-resort handler
+    (which would print Beam's tracebacks) off.
     """
-    handlers: list[logging.Handler] = [
-        logging.NullHandler(),
-        stderr_handler(log, sys.stderr.isatty()),
-    ]
+    handlers = [stderr_handler(log, sys.stderr.isatty())]
     if log.log_file:
         handlers.append(logging.FileHandler(log.log_file, encoding="utf-8"))
         handlers[-1].setFormatter(utc_formatter())

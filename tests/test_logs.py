@@ -9,10 +9,11 @@ from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.runners.portability import local_job_service
 from apache_beam.runners.worker import sdk_worker_main
 
-from pipelines import versions
+from pipelines import generate, versions
 from pipelines.options import LogOptions
 from pipelines.runner import logging_to
 from transforms import progress
+from transforms.corpus.synthetic import write_coco
 from transforms.errors import InputError
 from transforms.progress import report
 
@@ -100,8 +101,7 @@ def worker_entry(message: str, module, severity) -> beam_fn_api_pb2.LogEntry:
 
 
 def test_a_worker_process_progress_line_is_shown_and_its_beam_warning_is_not(capsys):
-    """Through the servicer a multi_processing worker's lines arrive on; the multi_processing
-    run itself is tests/test_coco_end_to_end.py-sized, so it is in test_logs_of_a_run.py."""
+    """Through the servicer a multi_processing worker's lines arrive on (a whole run is below)."""
     severity = beam_fn_api_pb2.LogEntry.Severity.Enum
     entries = beam_fn_api_pb2.LogEntry.List(
         log_entries=[
@@ -114,6 +114,48 @@ def test_a_worker_process_progress_line_is_shown_and_its_beam_warning_is_not(cap
     err = capsys.readouterr().err
     assert messages(err) == ["closed_sets: parts 1 of 3 done by this worker"]
     assert err.startswith("2023-11-14T22:13:20.000Z")  # the worker's time, not the line's arrival
+
+
+TINY_RUN = "--n_dev 10 --n_test 10 --neighbours 20 --pv_dim 16 --pv_epochs 2"
+MULTI_PROCESSING = "--direct_num_workers 2 --direct_running_mode multi_processing"
+
+
+@pytest.fixture(scope="module")
+def tiny_corpus(tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("corpus") / "captions.json")
+    write_coco(path, seed=0, num_images=60)
+    return path
+
+
+def generate_stderr(corpus: str, output, flags: str, capfd) -> str:
+    """What a generate run writes on stderr when stderr is not a terminal (a captured fd,
+    which its worker processes write to as well)."""
+    argv = ["--input", corpus, "--output", str(output), *TINY_RUN.split(), *flags.split()]
+    assert generate.main(argv) == 0
+    return capfd.readouterr().err
+
+
+def test_a_multi_processing_run_shows_its_workers_progress_and_no_beam_warning(
+    tiny_corpus, tmp_path, capfd
+):
+    err = generate_stderr(tiny_corpus, tmp_path, f"--progress_interval 0 {MULTI_PROCESSING}", capfd)
+    shown = messages(err)
+    assert "semi_persistent_directory" not in err
+    assert re.search(r"Z INFO worker: (neighbourhoods|closed_sets): \w+ \d+ of \d+ done", err)
+    epochs = [line.split(": dev accuracy")[0] for line in shown if ": dev accuracy" in line]
+    assert epochs == [f"audit: Text-FFNN epoch {epoch} of 20" for epoch in range(1, 21)]
+    assert not any(line.startswith("train: ") for line in shown)
+
+
+def test_a_run_shows_one_progress_line_per_stage_and_interval(tiny_corpus, tmp_path, capfd):
+    shown = messages(generate_stderr(tiny_corpus, tmp_path, "--progress_interval 3600", capfd))
+    audit = [line for line in shown if line.startswith("audit: ")]
+    assert len(audit) == 1 and audit[0].startswith("audit: Text-FFNN epoch 1 of 20")
+    assert len([line for line in shown if line.startswith("closed_sets: ")]) == 1
+
+
+def test_a_quiet_run_shows_nothing(tiny_corpus, tmp_path, capfd):
+    assert generate_stderr(tiny_corpus, tmp_path, "--quiet --progress_interval 0", capfd) == ""
 
 
 @pytest.mark.parametrize(

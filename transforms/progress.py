@@ -16,6 +16,7 @@ from apache_beam.metrics import Metrics
 
 WORKER_INTERVAL = 10.0  # seconds between one worker's lines of a stage, before any throttle
 STAGE_END = ": "
+THIS_FILE = os.path.realpath(__file__)
 
 
 def report(stage: str, detail: str, *args: object) -> None:
@@ -27,7 +28,7 @@ def report(stage: str, detail: str, *args: object) -> None:
 def is_progress_line(pathname: str) -> bool:
     """Whether a record logged from ``pathname`` (its ``pathname``, or a forwarded worker
     record's file) is a progress line: :func:`report` is the only caller of ``logging`` here."""
-    return os.path.realpath(pathname) == os.path.realpath(__file__)
+    return os.path.realpath(pathname) == THIS_FILE
 
 
 def stage_of(line: str) -> str:
