@@ -111,8 +111,8 @@ class WorkerRecords(logging.Filter):
 class ShownOnStderr(logging.Filter):
     """Without --verbose: our own lines at ``level`` and above, not Beam's or a library's,
     and no tracebacks (Beam logs a failing stage's before it re-raises; the CLI reports the
-    failure itself). With an ``interval``, one progress line of a stage every ``interval``
-    seconds at most, the others dropped."""
+    failure itself). With an ``interval`` (a scheduler's log), of the info lines only the
+    progress lines, and one of a stage every ``interval`` seconds at most."""
 
     def __init__(self, level: int, interval: float | None):
         super().__init__()
@@ -125,8 +125,10 @@ class ShownOnStderr(logging.Filter):
             return False
         if not is_ours(record.pathname):
             return False
-        if self._interval is None or not is_progress_line(record.pathname):
+        if self._interval is None or record.levelno > logging.INFO:
             return True
+        if not is_progress_line(record.pathname):
+            return False
         stage = stage_of(record.getMessage())
         with self._lock:
             last = self._last.get(stage)
@@ -146,9 +148,9 @@ def utc_formatter() -> logging.Formatter:
 
 
 def stderr_handler(log: LogOptions, terminal: bool) -> logging.Handler:
-    """Every line with --verbose; errors only with --quiet; else our progress lines and
-    warnings, as they come on a terminal, and off a terminal (a scheduler's log) a stage's
-    progress at most once every ``--progress_interval`` seconds, timestamped in UTC."""
+    """Every line with --verbose; errors only with --quiet; else our info lines and warnings
+    as they come on a terminal, and off a terminal (a scheduler's log) our warnings and a
+    stage's progress at most once every ``--progress_interval`` seconds, in UTC."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(TERMINAL_FORMAT) if terminal else utc_formatter())
     if not log.verbose:

@@ -41,12 +41,13 @@ def log_as_ours(level: int, message: str) -> None:
 
 
 def three_epochs_of_two_stages() -> None:
+    log_as_ours(logging.INFO, "loaded corpus of 9 captions")  # not a progress line
     for epoch in (1, 2, 3):
         report("audit", "Text-FFNN epoch %d of 3", epoch)
         report("neighbourhoods", "targets %d of 3 done by this worker", epoch)
 
 
-def test_off_a_terminal_a_stage_shows_one_line_per_interval(capsys):
+def test_off_a_terminal_only_progress_shows_one_line_per_stage_and_interval(capsys):
     with logging_to(LogOptions(progress_interval=3600)):
         three_epochs_of_two_stages()
     assert messages(capsys.readouterr().err) == [
@@ -69,8 +70,9 @@ def test_a_terminal_shows_every_line_as_it_comes(monkeypatch):
     with logging_to(LogOptions(progress_interval=3600)):
         three_epochs_of_two_stages()
     lines = terminal.getvalue().splitlines()
-    assert len(lines) == 6 and not any(UTC_LINE.match(line) for line in lines)
-    assert lines[4].endswith("INFO root: audit: Text-FFNN epoch 3 of 3")
+    assert len(lines) == 7 and not any(UTC_LINE.match(line) for line in lines)
+    assert lines[0].endswith("INFO root: loaded corpus of 9 captions")
+    assert lines[5].endswith("INFO root: audit: Text-FFNN epoch 3 of 3")
 
 
 def test_quiet_shows_no_progress_and_no_warning(capsys):
