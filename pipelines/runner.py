@@ -1,18 +1,28 @@
-"""What every pipeline's driver shares: the runner, its counters, the CLI's errors."""
+"""What every pipeline's driver shares: the runner, its counters, its log lines, the CLI's
+errors."""
 
 import logging
+import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner, worker_handlers
+from google.protobuf import text_format
 
+import pipelines
+import schemas
+import transforms
 from pipelines.cli import Command, parse_flags
 from pipelines.options import GenerateOptions, LogOptions
 from transforms.errors import NotPublished, input_error_message
+from transforms.progress import is_progress_line, stage_of
 
 
 def local_or_given_runner(beam_args: list[str]) -> beam.Pipeline:
@@ -54,40 +64,117 @@ def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:
     return dict(sorted(values.items()))
 
 
-class _ProgressOnly(logging.Filter):
-    """Our progress lines and anyone's warnings; no tracebacks and no third-party chatter.
+WORKER_LINES = "apache_beam.runners.portability.local_job_service"  # a worker process's lines
+FORWARDED = "Worker: "  # ...arrive there as this and the worker's LogEntry as one line of text
+OUR_PACKAGES = tuple(
+    os.path.join(os.path.realpath(os.path.dirname(package.__file__)), "")
+    for package in (pipelines, schemas, transforms)
+)
+TERMINAL_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
-    Beam logs a failing stage's traceback at ERROR level before it re-raises; the
-    CLI reports that failure itself (one line for an input error, the traceback
-    otherwise), so on a terminal it would only be printed twice.
-    """
+
+def is_ours(pathname: str) -> bool:
+    """Whether a record was logged by this project's code, not Beam's or a library's."""
+    return os.path.realpath(pathname).startswith(OUR_PACKAGES)
+
+
+def unwrap_worker_record(record: logging.LogRecord) -> None:
+    """Makes a line a worker process forwarded (the ``multi_processing`` mode) the worker's
+    own record again: its message, file, line, time and traceback, so it is shown, kept or
+    dropped as if it had been logged in this process. Any other record is left as it is."""
+    text = record.getMessage()
+    if not text.startswith(FORWARDED):
+        return
+    entry = beam_fn_api_pb2.LogEntry()
+    try:
+        text_format.Parse(text[len(FORWARDED) :], entry)
+    except text_format.ParseError:
+        return
+    pathname, _, line = entry.log_location.rpartition(":")
+    record.name, record.msg, record.args = "worker", entry.message, ()
+    record.pathname, record.filename = pathname, os.path.basename(pathname)
+    record.lineno = int(line) if line.isdigit() else 0
+    record.created = entry.timestamp.seconds + entry.timestamp.nanos / 1e9
+    record.msecs = entry.timestamp.nanos // 1_000_000
+    record.threadName = entry.thread
+    record.exc_text = entry.trace or None
+
+
+class WorkerRecords(logging.Filter):
+    """A filter of the logger a worker process's lines arrive on: see unwrap_worker_record."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info or (record.levelno >= logging.ERROR and record.name != "root"):
+        unwrap_worker_record(record)
+        return True
+
+
+class ShownOnStderr(logging.Filter):
+    """Without --verbose: our own lines at ``level`` and above, not Beam's or a library's,
+    and no tracebacks (Beam logs a failing stage's before it re-raises; the CLI reports the
+    failure itself). With an ``interval`` (a scheduler's log), of the info lines only the
+    progress lines, and one of a stage every ``interval`` seconds at most."""
+
+    def __init__(self, level: int, interval: float | None):
+        super().__init__()
+        self._level, self._interval = level, interval
+        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < self._level or record.exc_info or record.exc_text:
             return False
-        return record.name == "root" or record.levelno >= logging.WARNING
+        if not is_ours(record.pathname):
+            return False
+        if self._interval is None or record.levelno > logging.INFO:
+            return True
+        if not is_progress_line(record.pathname):
+            return False
+        stage = stage_of(record.getMessage())
+        with self._lock:
+            last = self._last.get(stage)
+            if last is not None and record.created - last < self._interval:
+                return False
+            self._last[stage] = record.created
+        return True
+
+
+def utc_formatter() -> logging.Formatter:
+    """Lines a scheduler or a file keeps: ``2026-11-26T11:16:57.210Z INFO root: ...``."""
+    formatter = logging.Formatter(TERMINAL_FORMAT)
+    formatter.converter = time.gmtime
+    formatter.default_time_format = "%Y-%m-%dT%H:%M:%S"
+    formatter.default_msec_format = "%s.%03dZ"
+    return formatter
+
+
+def stderr_handler(log: LogOptions, terminal: bool) -> logging.Handler:
+    """Every line with --verbose; errors only with --quiet; else our info lines and warnings
+    as they come on a terminal, and off a terminal (a scheduler's log) our warnings and a
+    stage's progress at most once every ``--progress_interval`` seconds, in UTC."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(TERMINAL_FORMAT) if terminal else utc_formatter())
+    if not log.verbose:
+        level = logging.ERROR if log.quiet else logging.INFO
+        handler.addFilter(ShownOnStderr(level, None if terminal else log.progress_interval))
+    return handler
 
 
 @contextmanager
 def logging_to(log: LogOptions) -> Iterator[None]:
-    """Log lines go to ``--log_file``; to stderr all of them with ``--verbose``, else
-    progress and warnings when stderr is a terminal (as progress bars do), else none.
+    """Log lines go to stderr (see stderr_handler) and all of them to ``--log_file``.
 
-    So a script or scheduler sees nothing on stderr but an error. The NullHandler
-    keeps Python's last-resort handler, which would print Beam's tracebacks, off.
+    The stderr handler, even when it shows nothing, keeps Python's last-resort handler
+    (which would print Beam's tracebacks) off.
     """
-    handlers: list[logging.Handler] = [logging.NullHandler()]
-    if log.verbose or sys.stderr.isatty():
-        handlers.append(logging.StreamHandler(sys.stderr))
-        if not log.verbose:
-            handlers[-1].addFilter(_ProgressOnly())
+    handlers = [stderr_handler(log, sys.stderr.isatty())]
     if log.log_file:
         handlers.append(logging.FileHandler(log.log_file, encoding="utf-8"))
-    root = logging.getLogger()
+        handlers[-1].setFormatter(utc_formatter())
+    root, workers, unwrap = logging.getLogger(), logging.getLogger(WORKER_LINES), WorkerRecords()
     level = root.level
     root.setLevel(logging.INFO)
+    workers.addFilter(unwrap)
     for handler in handlers:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
     try:
         yield
@@ -95,6 +182,7 @@ def logging_to(log: LogOptions) -> Iterator[None]:
         for handler in handlers:
             root.removeHandler(handler)
             handler.close()
+        workers.removeFilter(unwrap)
         root.setLevel(level)
 
 
@@ -120,6 +208,7 @@ def cli(
     """
     try:
         (options, log), beam_args = parse_flags(argv, options_type, LogOptions, command=command)
+        log.validate()
         with logging_to(log):
             summary = run(options, beam_args)
     except NotPublished as error:

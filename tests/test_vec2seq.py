@@ -1,6 +1,7 @@
 """Vec2seq+FFNN on tiny problems: its tokens, Eq. 4's two losses, decoding, and that it learns."""
 
 import dataclasses
+import logging
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import torch
 
 from pipelines.options import TrainOptions
 from schemas.examples import TEXT_FEATURES, Batch
+from transforms import progress
 from transforms.trainer.models import Vec2seqSize, accuracy
 from transforms.trainer.neural import seeded
 from transforms.trainer.stream import FitData, InMemoryExamples
@@ -162,3 +164,20 @@ def test_beam_search_of_width_one_is_greedy_and_wider_beams_find_likelier_captio
                 caption_log_probability(module, state, wide)
                 >= caption_log_probability(module, state, found[row]) - 1e-6
             )
+
+
+def test_vec2seq_reports_its_epochs_and_steps(monkeypatch, caplog):
+    """Every step is due with no interval between a worker's lines; an epoch's steps are
+    counted once the first epoch has run them."""
+    monkeypatch.setattr(progress, "WORKER_INTERVAL", 0.0)
+    data = FitData(InMemoryExamples(animal_problem(40, 0)), InMemoryExamples(animal_problem(10, 1)))
+    config = dataclasses.replace(CONFIG, vec2seq_epochs=2)
+    with caplog.at_level(logging.INFO):
+        fit_vec2seq("Vec2seq+FFNN", data, config, size=SIZE, lambda_gen=1.0)
+    lines = [line.split(": dev accuracy")[0] for line in caplog.messages]
+    assert lines == [
+        *(f"train: Vec2seq+FFNN epoch 1 of 2, step {step}" for step in (1, 2, 3, 4)),
+        "train: Vec2seq+FFNN epoch 1 of 2",
+        *(f"train: Vec2seq+FFNN epoch 2 of 2, step {step} of 4" for step in (1, 2, 3, 4)),
+        "train: Vec2seq+FFNN epoch 2 of 2",
+    ]

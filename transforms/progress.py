@@ -1,37 +1,82 @@
-"""Progress lines for long stages, at most one every few seconds per worker."""
+"""Progress lines of long stages, ``<stage>: <detail>``, at most one every few seconds per worker.
+
+Which of them reach the user is decided where lines are shown (pipelines/runner.py): all of
+them on a terminal, one per stage every ``--progress_interval`` seconds otherwise. A line a
+worker process logs reaches that process as text, its logger name gone, so a progress line is
+known by the file that logged it (this one) and its stage by the text before its first colon.
+"""
 
 import logging
+import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from apache_beam.metrics import Metrics
 
+WORKER_INTERVAL = 10.0  # seconds between one worker's lines of a stage, before any throttle
+STAGE_END = ": "
+THIS_FILE = os.path.realpath(__file__)
+
+
+def report(stage: str, detail: str, *args: object) -> None:
+    """Logs ``<stage>: <detail % args>`` as a progress line: ``report("audit", "%s epoch %d
+    of %d", "Text-FFNN", 3, 20)`` logs "audit: Text-FFNN epoch 3 of 20"."""
+    logging.info(f"%s{STAGE_END}{detail}", stage, *args)
+
+
+def is_progress_line(pathname: str) -> bool:
+    """Whether a record logged from ``pathname`` (its ``pathname``, or a forwarded worker
+    record's file) is a progress line: :func:`report` is the only caller of ``logging`` here."""
+    return os.path.realpath(pathname) == THIS_FILE
+
+
+def stage_of(line: str) -> str:
+    """ "neighbourhoods: targets 5 of 9 done by this worker (3/s)" -> "neighbourhoods"."""
+    return line.partition(STAGE_END)[0]
+
+
+class Ticker:
+    """Says when a worker's next line of a stage is due: every ``interval`` seconds."""
+
+    def __init__(self, interval: float | None = None):
+        self.interval = WORKER_INTERVAL if interval is None else interval
+        self.started = self._last = time.monotonic()
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if now - self._last < self.interval:
+            return False
+        self._last = now
+        return True
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
 
 class Progress:
-    """Counts work in a Beam counter and logs done/total and rate.
+    """Counts work in a Beam counter and reports done/total and rate.
 
-    ``total`` is the whole stage's size; each worker process logs its own
+    ``total`` is the whole stage's size; each worker process reports its own
     share, so on several workers the shares add up to the total.
     """
 
-    def __init__(self, namespace: str, name: str, total: int, interval: float = 10.0):
+    def __init__(self, namespace: str, name: str, total: int, interval: float | None = None):
         self._counter = Metrics.counter(namespace, name)
-        self._label = f"{namespace}: {name}"
-        self._total, self._interval = total, interval
+        self._stage, self._name = namespace, name
+        self._total = total
         self._done = 0
-        self._started = self._last = time.monotonic()
+        self._ticker = Ticker(interval)
 
     def advance(self, count: int) -> None:
         self._counter.inc(count)
         self._done += count
-        now = time.monotonic()
-        if now - self._last >= self._interval or self._done >= self._total:
-            self._last = now
-            rate = self._done / max(now - self._started, 1e-9)
-            logging.info(
+        if self._ticker.due() or self._done >= self._total:
+            rate = self._done / max(self._ticker.elapsed(), 1e-9)
+            report(
+                self._stage,
                 "%s %d of %d done by this worker (%s/s)",
-                self._label,
+                self._name,
                 self._done,
                 self._total,
                 f"{rate:.0f}" if rate >= 10 else f"{rate:.2f}",  # parts: a few a minute

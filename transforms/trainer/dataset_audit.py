@@ -15,7 +15,7 @@ scale about 20k + 20k instances and a minute of fitting.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow.compute as pc
@@ -142,7 +142,8 @@ def audit_dataset(directory: str, config: AuditConfig) -> dict:
         return {"skipped": "the learned audit needs train and dev instances"}
     data = FitData(*(InMemoryExamples(Batch.stack(examples[split])) for split in ("train", "dev")))
     learned = [name for name in LEARNED_AUDITS if name in FITTERS]
-    models = [FITTERS[name](name, data, config.train) for name in learned]
+    train = replace(config.train, stage="audit")  # its lines are the audit's
+    models = [FITTERS[name](name, data, train) for name in learned]
     evaluated = [e for split in EVALUATION_SPLITS for e in examples[split]]
     metrics = build_metrics(count_correct(evaluated, models), models, num_options)
     metrics["train_instances"] = len(examples["train"])

@@ -117,6 +117,7 @@ class TrainConfig:
     decoding: str = "greedy"
     beam_size: int = 3
     fit_buffer: int = 10_000
+    stage: str = "train"  # what the fits' progress lines say they belong to (generate: "audit")
 
 
 def fit_target_lm(name: str, data: FitData, config: TrainConfig) -> BigramLM:

@@ -19,7 +19,6 @@ the epoch with the best dev accuracy kept (the paper's model selection).
 
 import copy
 import itertools
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
@@ -29,6 +28,7 @@ import torch
 from torch import nn
 
 from schemas.examples import Batch
+from transforms.progress import Ticker, report
 from transforms.seeds import keyed_int
 from transforms.trainer.models import TrainConfig, source_accuracy
 from transforms.trainer.scaling import Scaler, fit_scaler
@@ -57,6 +57,11 @@ class Trainable(Protocol):
     def scores(self, batch: Batch) -> np.ndarray: ...
 
 
+def steps_done(steps: int, per_epoch: int) -> str:
+    """ "300 of 1250" once the first epoch has counted an epoch's steps, "300" before."""
+    return f"{steps} of {per_epoch}" if per_epoch else str(steps)
+
+
 def train_epochs(
     model: Trainable,
     loss: Loss,
@@ -70,11 +75,13 @@ def train_epochs(
     """Trains ``model.module`` in place on minibatches of ``config.batch_size`` and leaves it
     with the weights of the epoch with the best dev accuracy (``model.scores`` reads the
     module); returns the selection record (best epoch, dev accuracy and mean training losses
-    per epoch)."""
+    per epoch). Reports each epoch's dev accuracy, and its steps every few seconds (a
+    Vec2seq epoch takes minutes), as progress lines of ``config.stage``."""
     module, name = model.module, model.name
     best_state, best_accuracy, best_epoch = copy.deepcopy(module.state_dict()), -1.0, 0
     history: list[float] = []
     losses: dict[str, list[float]] = {}
+    ticker, per_epoch = Ticker(), 0
     for epoch in range(1, epochs + 1):
         module.train()
         sums: dict[str, float] = {}
@@ -90,13 +97,17 @@ def train_epochs(
             for part, value in parts.items():
                 sums[part] = sums.get(part, 0.0) + float(value.detach())
             steps += 1
+            if ticker.due():
+                step = steps_done(steps, per_epoch)
+                report(config.stage, "%s epoch %d of %d, step %s", name, epoch, epochs, step)
+        per_epoch = steps
         module.eval()
         with torch.no_grad():
             history.append(round(source_accuracy(model.scores, data.dev), 4))
         for part, total in sums.items():
             losses.setdefault(part, []).append(round(total / max(steps, 1), 5))
-        logging.info(
-            "train: %s epoch %d of %d: dev accuracy %.4f", name, epoch, epochs, history[-1]
+        report(
+            config.stage, "%s epoch %d of %d: dev accuracy %.4f", name, epoch, epochs, history[-1]
         )
         if history[-1] > best_accuracy:
             best_state = copy.deepcopy(module.state_dict())
