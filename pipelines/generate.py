@@ -234,11 +234,14 @@ def strategy_sections(options: GenerateOptions) -> dict:
 
 
 def summary(generated: Generated, output: str) -> str:
+    """The printed outcome; an up-to-date run made its version the latest again, so it
+    repeats that version's audit verdict."""
     if generated.up_to_date:
+        verdict = generated.statistics["text_only_audit"].get("verdict")
         return (
             f"up to date: {generated.version.directory} already holds these inputs and "
             f"options (--force to generate again); {output}/{LATEST_FILE} names it"
-        )
+        ) + (f"\n{verdict['line']}" if verdict else "")
     return (
         f"{table_one(generated.statistics)}\n{audit_summary(generated.statistics)}\n"
         f"dataset written to {generated.version.directory}"

@@ -18,7 +18,7 @@ from pipelines.regenerate import main as regenerate
 from pipelines.versions import COMPLETE_FILE, completed_dataset, link_latest, version_name
 from tests.conftest import SMALL, SMALL_MCIC
 from tests.dataset_checks import check_dataset
-from tests.version_checks import failure_after_a_train_shard, version_files
+from tests.version_checks import failure_after_a_train_shard, same_but_the_name, version_files
 from transforms.errors import InputError
 
 CHECKSUMS = [{"sha256": "a" * 64}, {"sha256": "b" * 64}]
@@ -60,9 +60,7 @@ def test_rerun_is_up_to_date_and_force_writes_an_identical_new_version(small_dat
     second = f"{first}.2"
     assert _latest(root) == os.path.basename(second)
     assert completed_dataset(root) == second
-    assert version_files(second) == version_files(
-        first
-    )  # byte-identical, over two workers this time
+    same_but_the_name(first, second)  # byte-identical, over two workers this time
     assert any(name.endswith(".parquet") for name in version_files(first))
 
 
