@@ -58,7 +58,7 @@ setuptools.setup(
         ],
         # gcp-storage-emulator: the GCS API server the cloud I/O tests start on loopback
         # pandas, datasets: the README's loading snippets are run as written (torch, which
-        # they use too, comes with the train extra)
+        # they use too, comes with the train extra); polars, duckdb: so are the dataset card's
         "test": [
             "pytest>=8",
             "ruff>=0.6",
@@ -66,6 +66,8 @@ setuptools.setup(
             "pandas>=2",
             "datasets>=3",
             "pyyaml>=6",
+            "polars>=1",
+            "duckdb>=1",
         ],
         # the manual under docs/ (mkdocs.yml); CI builds it with --strict so a broken link
         # or a page missing from the nav fails
