@@ -61,12 +61,12 @@ def _quoted(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def plural(count: int, noun: str) -> str:
+def plural(noun: str, count: int) -> str:
     """
-    >>> plural(4, "decoy"), plural(1, "decoy")
-    ('4 decoys', '1 decoy')
+    >>> plural("decoy", 4), plural("decoy", 1)
+    ('decoys', 'decoy')
     """
-    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+    return noun if count == 1 else f"{noun}s"
 
 
 def size_category(instances: int) -> str:
@@ -313,7 +313,8 @@ def _card(
         at=at,
         strategy=strategy.name,
         k=k,
-        decoys=plural(k - 1, "*decoy*"),
+        decoys=k - 1,
+        decoy_noun=plural("decoy", k - 1),
         chance=f"{100 / k:.0f}%",
         summary=strategy.summary,
         guarantee=strategy.guarantee or "none: text-only models may beat chance (see the audit)",
