@@ -28,7 +28,7 @@ from tests.conftest import SMALL
 from tests.dataset_checks import SPLITS, read_parquet
 from tests.tfrecord_reader import parse_example, read_records
 from transforms.corpus.synthetic import HEAD_BYTES, is_synthetic
-from transforms.report.card import corpus, size_category, version_card
+from transforms.report.card import CARD_SECTION, corpus, root_card, size_category, version_card
 from transforms.strategies.registry import STRATEGIES
 
 OUTPUT_PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "output.md"
@@ -313,3 +313,16 @@ def test_the_licence_and_citations_follow_the_input(two_versions):
     if real.exists():  # COCO's own file is not the synthetic corpus
         with open(real, "rb") as handle:
             assert not is_synthetic(handle.read(HEAD_BYTES))
+
+
+def test_a_producers_card_section_ends_the_version_card_and_the_root_card(two_versions):
+    """A human filter's word (``dmc-rate filter``) reaches the root's card through the manifest."""
+    _, _, latest = two_versions
+    manifest = json.loads((pathlib.Path(latest) / "manifest.json").read_text())
+    manifest[CARD_SECTION] = "\n## Human filter\n\nA subset of another version.\n"
+    sizes = {split: 0 for split in SPLITS}
+    for card in (
+        version_card(manifest, statistics(latest), {}, sizes),
+        root_card(manifest, statistics(latest), {}, sizes, "versions/v/dataset"),
+    ):
+        assert card.endswith(manifest[CARD_SECTION])
