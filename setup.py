@@ -61,7 +61,7 @@ setuptools.setup(
         # gcp-storage-emulator: the GCS API server the cloud I/O tests start on loopback
         # huggingface_hub: dmc-publish's client, tested against a stub hub on loopback
         # pandas, datasets: the README's loading snippets are run as written (torch, which
-        # they use too, comes with the train extra)
+        # they use too, comes with the train extra); polars, duckdb: so are the dataset card's
         "test": [
             "pytest>=8",
             "ruff>=0.6",
@@ -72,6 +72,8 @@ setuptools.setup(
             "huggingface_hub>=1.0",
             # tests/test_croissant.py validates and reads metadata.json as Croissant's loader
             "mlcroissant>=1.1",
+            "polars>=1",
+            "duckdb>=1",
         ],
         # dmc-publish: uploads a version's dataset folder to a Hugging Face Hub dataset repo
         "hub": ["huggingface_hub>=1.0"],

@@ -28,8 +28,14 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import Fence
 from pipelines.cli import Command
-from pipelines.lifecycle import STATISTICS_FILE, Produced, not_published, write_version
-from pipelines.manifest import build_manifest, file_checksum
+from pipelines.lifecycle import (
+    STATISTICS_FILE,
+    Produced,
+    latest_card,
+    not_published,
+    write_version,
+)
+from pipelines.manifest import build_manifest, corpus_checksum, file_checksum
 from pipelines.optimize import REPORT_FILE, SEARCH_DIRECTORY, run_search
 from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
@@ -136,7 +142,8 @@ def input_checksums(options: GenerateOptions, inputs: list[str]) -> list[dict]:
     """The sha256 of every input file, of ``--pv_model`` and of the ``--objects`` files: what
     the version is named after."""
     objects = expand_inputs(options.objects) if options.objects else []
-    checksums = [file_checksum(path) for path in (*inputs, *objects)]
+    checksums = [corpus_checksum(path) for path in inputs]
+    checksums += [file_checksum(path) for path in objects]
     check_distinct_contents(checksums)
     if options.pv_model:
         if not FileSystems.exists(options.pv_model):
@@ -152,7 +159,7 @@ def up_to_date(options: GenerateOptions, version: Version) -> Generated:
     leak = held_back(options.audit_gate, statistics["text_only_audit"])
     if leak is not None:
         raise NotPublished(not_published(version, leak))
-    point_latest(options.output, version)
+    point_latest(options.output, version, latest_card(version))
     return Generated(version, statistics, up_to_date=True)
 
 

@@ -20,18 +20,20 @@ from pipelines.claims import Fence, claimed
 from pipelines.metadata import write_metadata
 from pipelines.versions import (
     MANIFEST_FILE,
+    VERSIONS_DIRECTORY,
     Version,
     checked_inventory,
     clear_incomplete,
     content_options,
     is_complete,
     publish,
+    read_manifest,
 )
-from schemas.layout import dataset_path
+from schemas.layout import DATASET, dataset_path
 from transforms.dataset.statistics import compute_statistics, read_written, unaccounted
 from transforms.errors import NotPublished, input_error_message
-from transforms.files import remove_empty_folder, write_file, write_json
-from transforms.report.card import CARD_FILE, version_card
+from transforms.files import read_json, remove_empty_folder, write_file, write_json
+from transforms.report.card import CARD_FILE, CARD_SECTION, root_card, split_bytes, version_card
 from transforms.report.plots import dataset_plots
 from transforms.trainer.dataset_audit import WARN, AuditConfig, audit_dataset, held_back
 
@@ -48,7 +50,8 @@ class Produced:
     ``manifest``: what the manifest says of the run (options, inputs, ...), to which the
     writer adds the version, time, statistics, metrics and files; ``statistics``:
     sections the producer adds (a strategy's report); ``card``: Markdown appended to the
-    card; ``marker``: fields added to the completion marker; ``every_caption``: every
+    card (kept in the manifest, so the root's card has it too); ``marker``: fields added to
+    the completion marker; ``every_caption``: every
     corpus caption must be a target or skipped (a whole run; a subset drops some);
     ``audit_gate``: whether an audit off chance keeps the version from being the latest.
     """
@@ -134,15 +137,17 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "statistics": {"splits": statistics["splits"], "skipped": statistics["skipped"]},
         "metrics": produced.counters,
+        **({CARD_SECTION: produced.card} if produced.card else {}),
     }
-    write_card(directory, manifest, statistics, produced.card)
+    write_card(directory, manifest, statistics)
     write_metadata(directory, version.name, manifest)
     manifest["files"] = checked_inventory(directory, produced.records)
     fence()
     write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)
     marker = {"instances": statistics["total"]["instances"], **produced.marker}
     leak = held_back(produced.audit_gate, statistics["text_only_audit"])
-    complete = publish(output, version, marker, fence, latest=leak is None)
+    card = latest_card(version) if leak is None else None
+    complete = publish(output, version, marker, fence, card=card)
     if leak is not None:
         raise NotPublished(not_published(complete, leak))
     return Published(complete, statistics)
@@ -156,9 +161,22 @@ def not_published(version: Version, leak: str) -> str:
     )
 
 
-def write_card(directory: str, manifest: dict, statistics: dict, extra: str) -> None:
-    """The dataset card, ``extra`` at its end, and the plots it shows beside it: part of
-    the version's files."""
+def latest_card(version: Version) -> str:
+    """The root's card when ``version`` is the latest: its own card, from its manifest and
+    statistics, with every path taken from the root."""
+    manifest = read_manifest(version.directory)
+    statistics = read_json(dataset_path(version.directory, STATISTICS_FILE))
+    return root_card(
+        {**manifest, "options": content_options(manifest["options"])},
+        statistics,
+        {name: caption for name, (caption, _) in dataset_plots(statistics).items()},
+        split_bytes(dataset_path(version.directory)),
+        f"{VERSIONS_DIRECTORY}/{version.name}/{DATASET}",
+    )
+
+
+def write_card(directory: str, manifest: dict, statistics: dict) -> None:
+    """The dataset card and the plots it shows beside it: part of the version's files."""
     plots = dataset_plots(statistics)
     for name, (_, png) in plots.items():
         write_file(dataset_path(directory, name), png)
@@ -166,5 +184,6 @@ def write_card(directory: str, manifest: dict, statistics: dict, extra: str) -> 
         {**manifest, "options": content_options(manifest["options"])},
         statistics,
         {name: caption for name, (caption, _) in plots.items()},
+        split_bytes(dataset_path(directory)),
     )
-    write_file(dataset_path(directory, CARD_FILE), (card + extra).encode("utf-8"))
+    write_file(dataset_path(directory, CARD_FILE), card.encode("utf-8"))

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.corpus.synthetic import HEAD_BYTES, is_synthetic
+
 PACKAGES = ("dmc-datasets", "apache-beam", "gensim", "faiss-cpu", "numpy", "pyarrow", "numba")
 
 
@@ -20,6 +22,14 @@ def file_checksum(path: str) -> dict:
             digest.update(chunk)
             size += len(chunk)
     return {"path": path, "sha256": digest.hexdigest(), "bytes": size}
+
+
+def corpus_checksum(path: str) -> dict:
+    """An input corpus's entry: its checksum, and whether it is the project's synthetic corpus
+    (whose captions are the project's own: the card's licence and citations follow it)."""
+    with FileSystems.open(path) as handle:  # a .gz input is read decompressed
+        head = handle.read(HEAD_BYTES)
+    return {**file_checksum(path), "synthetic": is_synthetic(head)}
 
 
 def _version(package: str) -> str:

@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import LOCK_FILE, Fence
-from schemas.layout import BUILD, DATASET, MCIC, PARQUET, SHARD_NAME, TFRECORD
+from schemas.layout import BUILD, CARD_FILE, DATASET, MCIC, PARQUET, SHARD_NAME, TFRECORD
 from transforms.corpus.split import SPLITS
 from transforms.errors import InputError
 from transforms.files import (
@@ -52,7 +52,6 @@ from transforms.files import (
     remove_empty_subfolders,
     write_file,
 )
-from transforms.report.card import CARD_FILE, root_card
 
 COMPLETE_FILE = "_COMPLETE"
 VERSIONS_DIRECTORY = "versions"
@@ -307,11 +306,11 @@ def write_atomically(path: str, data: bytes) -> None:
 
 
 def publish(
-    output: str, version: Version, summary: dict, fence: Fence, *, latest: bool = True
+    output: str, version: Version, summary: dict, fence: Fence, *, card: str | None
 ) -> Version:
-    """Marks the version complete, then (``latest``) points ``latest`` at it: call after
-    everything else. ``fence`` is checked before each step: a run whose claim was taken
-    over stops."""
+    """Marks the version complete, then points ``latest`` at it with ``card`` as the root's
+    card (None: ``latest`` is left alone): call after everything else. ``fence`` is checked
+    before each step: a run whose claim was taken over stops."""
     fence()
     marker = {
         "version": version.name,
@@ -322,24 +321,19 @@ def publish(
         FileSystems.join(version.directory, COMPLETE_FILE),
         json.dumps(marker, indent=2, sort_keys=True).encode("utf-8"),
     )
-    if latest:
+    if card is not None:
         fence()
-        point_latest(output, version)
+        point_latest(output, version, card)
     return dataclasses.replace(version, complete=True)
 
 
-def point_latest(output: str, version: Version) -> None:
-    """Makes ``version`` the latest: the pointer file, the local symlink, the root's card."""
+def point_latest(output: str, version: Version, card: str) -> None:
+    """Makes ``version`` the latest: the pointer file, the local symlink, the root's ``card``
+    (``pipelines.lifecycle.latest_card``: it needs the plots and the trainer, which readers
+    of a version do not load)."""
     write_atomically(FileSystems.join(output, LATEST_FILE), f"{version.name}\n".encode())
     if FileSystems.get_scheme(output) is None:  # a local disk: symlinks exist there
         link_latest(output, version.name)
-    manifest = read_manifest(version.directory)
-    card = root_card(
-        version.name,
-        f"{VERSIONS_DIRECTORY}/{version.name}/{DATASET}",
-        manifest["statistics"]["splits"],
-        manifest["options"]["captions_license"],
-    )
     write_atomically(FileSystems.join(output, CARD_FILE), card.encode("utf-8"))
 
 

@@ -47,7 +47,9 @@ FIELDS: tuple[Field, ...] = (
         "example_id",
         "string",
         None,
-        "'<image_id>_<k>': the k-th caption of the image is the target",
+        "'<image_id>_<k>': the k-th caption of the image is the target; '.2', '.3', ... "
+        "follow when that caption is the target of several instances (closed_sets' "
+        "--set_memberships)",
     ),
     Field("split", "string", None, "train, dev or test"),
     Field("image_id", "string", None, "the image's id in the input corpus"),

@@ -25,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 DATASET = "dataset"  # what is published: instances, card, plots, statistics
 BUILD = "build"  # what built it: corpus tables, embeddings, indexes, PV model, skipped records
 PARQUET = "parquet"
+CARD_FILE = "README.md"  # the dataset card, in a dataset folder and at the output root
 TFRECORD = "tfrecord"
 MCIC = "mcic"
 SUFFIXES = {PARQUET: ".parquet", TFRECORD: ".tfrecord", MCIC: ".txt"}

@@ -10,7 +10,8 @@ differs between two runs of the same code is normalised first, file by file:
 - ``manifest.json``: its creation time, the code's commit and package versions, the
   ``*_ms`` timing counters, the temporary input and output paths, and the listed
   size and sha256 of the two files below (whose content is checked normalised);
-- ``dataset/README.md`` (the version's card): the Python and package versions it names;
+- ``dataset/README.md`` (the version's card) and ``README.md`` (the root's, the same card):
+  the Python and package versions and the git commit they name;
 - ``build/pv/doc2vec.model``: gensim's lifecycle log (times, paths, platform) and training time;
 - ``_COMPLETE``: its completion time.
 
@@ -81,8 +82,11 @@ def normalised_marker(marker: dict) -> dict:
 
 
 def card_normaliser(code: dict):
-    """The card without the Python and package versions the manifest's ``code`` records."""
+    """The card without the Python and package versions and the commit the manifest's
+    ``code`` records."""
     named = {f"Python {code['python']}": "Python <version>"}
+    if code["git_commit"]:
+        named[code["git_commit"]] = "<commit>"
     named |= {
         f"{package} {version}": f"{package} <version>"
         for package, version in code["versions"].items()
@@ -127,6 +131,7 @@ def normalisers(
     return {
         f"{version}/{MANIFEST_FILE}": json_normaliser(normalised_manifest, places),
         f"{version}/{VERSION_CARD}": card_normaliser(code),
+        CARD_FILE: card_normaliser(code),
         f"{version}/{MODEL_FILE}": normalised_model,
         f"{version}/{COMPLETE_FILE}": json_normaliser(normalised_marker, places),
     }

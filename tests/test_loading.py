@@ -22,11 +22,14 @@ import yaml
 from pipelines.generate import run
 from pipelines.options import GenerateOptions
 from schemas.instance import FIELDS
-from schemas.layout import FEATURE_SPEC_FILE, TFRECORD, dataset_path, shard_pattern
+from schemas.layout import FEATURE_SPEC_FILE, PARQUET, TFRECORD, dataset_path, shard_pattern
 from schemas.tf_example import tfrecord_feature_spec
 from tests.conftest import SMALL
 from tests.dataset_checks import SPLITS, read_parquet
 from tests.tfrecord_reader import parse_example, read_records
+from transforms.corpus.synthetic import HEAD_BYTES, is_synthetic
+from transforms.report.card import CARD_SECTION, corpus, root_card, size_category, version_card
+from transforms.strategies.registry import STRATEGIES
 
 OUTPUT_PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "output.md"
 
@@ -56,8 +59,8 @@ def first_import(code: str) -> str:
     return next(n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Import)).names[0].name
 
 
-def run_snippet(snippet: str, root: pathlib.Path, tmp_path: pathlib.Path) -> str:
-    """Runs a snippet as a user would, with OUTPUT replaced by ``root``; returns its stdout."""
+def run_in(snippet: str, folder: pathlib.Path, tmp_path: pathlib.Path) -> str:
+    """Runs a snippet as written with ``folder`` as the working directory; returns stdout."""
     env = {
         **os.environ,
         "HF_HOME": str(tmp_path / "hf"),  # no cache shared with other runs
@@ -65,15 +68,20 @@ def run_snippet(snippet: str, root: pathlib.Path, tmp_path: pathlib.Path) -> str
         "HF_HUB_OFFLINE": "1",
     }
     result = subprocess.run(
-        [sys.executable, "-c", snippet.replace("OUTPUT", str(root))],
+        [sys.executable, "-c", snippet],
         capture_output=True,
         text=True,
-        cwd=tmp_path,
+        cwd=folder,
         env=env,
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
+
+
+def run_snippet(snippet: str, root: pathlib.Path, tmp_path: pathlib.Path) -> str:
+    """Runs a manual's snippet as a user would, with OUTPUT replaced by ``root``."""
+    return run_in(snippet.replace("OUTPUT", str(root)), tmp_path, tmp_path)
 
 
 def statistics(version: str) -> dict:
@@ -150,7 +158,14 @@ def test_the_version_card_describes_the_version(two_versions):
     assert {s["name"]: s["num_examples"] for s in info["splits"]} == {
         split: values["splits"][split]["instances"] for split in SPLITS
     }
-    assert header["license"] == "cc-by-4.0"
+    assert header["license"] == "other"  # the synthetic corpus: the project's own text
+    assert header["pretty_name"] and "synthetic" in header["tags"]
+    assert header["size_categories"] == [size_category(values["total"]["instances"])]
+    assert {s["name"]: s["num_bytes"] for s in info["splits"]} == {
+        split: sum(os.path.getsize(p) for p in glob.glob(shard_pattern(latest, PARQUET, split)))
+        for split in SPLITS
+    }
+    assert "lin2014coco" not in body and "CC BY" not in body
     assert values["text_only_audit"]["verdict"]["line"] in body
     for plot in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", body):
         assert (dataset / plot).read_bytes().startswith(b"\x89PNG")
@@ -173,3 +188,141 @@ def test_the_root_card_names_the_latest_versions_files(two_versions):
     assert f"versions/{name}/dataset/README.md" in body
     counts = {s["name"]: s["num_examples"] for s in header["dataset_info"]["splits"]}
     assert counts == {split: len(read_parquet(latest, split)) for split in SPLITS}
+
+
+def card_snippets(card: pathlib.Path) -> dict[str, str]:
+    """A card's python blocks, by the library each imports last (``os`` comes first)."""
+    _, body = front_matter(card)
+    blocks = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
+    return {last_import(block): block for block in blocks}
+
+
+def last_import(code: str) -> str:
+    r"""
+    >>> last_import("import os\n\nimport datasets")
+    'datasets'
+    """
+    imports = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Import)]
+    return imports[-1].names[0].name
+
+
+@pytest.mark.parametrize("card", ["version", "latest", "root"])
+def test_every_card_snippet_runs_as_written_from_the_cards_folder(two_versions, tmp_path, card):
+    """The issue's case among them: ``cd OUTPUT/latest`` and load the folder; every count is
+    the latest version's, and the root's never mixes in the older version."""
+    root, _, latest = two_versions
+    folder = {"version": pathlib.Path(dataset_path(latest)), "latest": root / "latest"}.get(
+        card, root
+    )
+    counts = {split: values["instances"] for split, values in statistics(latest)["splits"].items()}
+    snippets = card_snippets(folder / "README.md")
+    assert set(snippets) == {"pandas", "datasets", "polars", "duckdb"}
+    printed = {name: run_in(code, folder, tmp_path).strip() for name, code in snippets.items()}
+    assert printed["pandas"] == str(counts["dev"])
+    assert ast.literal_eval(printed["datasets"]) == counts
+    assert printed["polars"] == str(counts["train"])
+    assert printed["duckdb"] == str(sum(counts.values()))
+
+
+def test_the_root_card_is_the_latest_versions_full_card(two_versions):
+    root, _, latest = two_versions
+    _, version_body = front_matter(pathlib.Path(dataset_path(latest, "README.md")))
+    header, root_body = front_matter(root / "README.md")
+    headings = re.findall(r"^#+ .*$", version_body, flags=re.MULTILINE)
+    assert re.findall(r"^#+ .*$", root_body, flags=re.MULTILINE) == headings
+    assert statistics(latest)["text_only_audit"]["verdict"]["line"] in root_body
+    for plot in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", root_body):
+        assert (root / plot).read_bytes().startswith(b"\x89PNG")
+    version_header, _ = front_matter(pathlib.Path(dataset_path(latest, "README.md")))
+    assert {k: v for k, v in header.items() if k != "configs"} == {
+        k: v for k, v in version_header.items() if k != "configs"
+    }
+
+
+def rendered(latest: str, **options) -> str:
+    """The latest version's card rendered again, with ``options`` changed in its manifest."""
+    manifest = json.loads((pathlib.Path(latest) / "manifest.json").read_text())
+    manifest["options"] = {**manifest["options"], **options}
+    return version_card(manifest, statistics(latest), {}, {split: 0 for split in SPLITS})
+
+
+def test_the_card_names_the_pool_and_the_version_and_code_it_was_made_with(two_versions):
+    _, _, latest = two_versions
+    manifest = json.loads((pathlib.Path(latest) / "manifest.json").read_text())
+    _, body = front_matter(pathlib.Path(dataset_path(latest, "README.md")))
+    assert manifest["options"]["decoy_pool"] == ""  # the strategy's own: split
+    assert "| `--decoy_pool` | `split` |" in body
+    assert "| `--decoy_pool` | `all` |" in rendered(latest, decoy_pool="all")
+    assert f"Version `{manifest['version']}`" in body
+    assert f"dmc-datasets {manifest['code']['versions']['dmc-datasets']}" in body
+    commit = manifest["code"]["git_commit"]
+    assert f"git commit `{commit}`" in body if commit else "no git commit" in body
+
+
+def test_each_strategys_card_counts_its_decoys(two_versions):
+    _, _, latest = two_versions
+    for name, strategy in STRATEGIES.items():
+        body = rendered(latest, decoys=name)
+        decoys = strategy.num_options - 1
+        assert (f"{decoys} *decoys*," if decoys > 1 else "1 *decoy*,") in body, name
+        assert "decoy(s)" not in body and "*decoy*s" not in body
+
+
+def test_the_cards_chance_band_is_the_verdicts_rule(two_versions):
+    _, _, latest = two_versions
+    verdict = statistics(latest)["text_only_audit"]["verdict"]
+    _, body = front_matter(pathlib.Path(dataset_path(latest, "README.md")))
+    low, high = map(float, re.search(r"([\d.]+)% to ([\d.]+)%", body).groups())
+    assert low < 20 < high  # five options: chance 20%
+    assert (low <= round(100 * verdict["accuracy"], 1) <= high) == verdict["at_chance"]
+    assert f"{verdict['total']:,} instances" in body and "Anything above" not in body
+
+
+def test_the_card_has_a_row_per_field_and_explains_repeated_targets(two_versions):
+    _, _, latest = two_versions
+    _, body = front_matter(pathlib.Path(dataset_path(latest, "README.md")))
+    rows = dict(re.findall(r"^\| `(\w+)` \| (list<\w+> \(\d\)|\w+) \|", body, re.MULTILINE))
+    assert list(rows)[: len(FIELDS)] == [field.name for field in FIELDS]
+    assert rows["options"] == "list<string> (5)" and rows["decoy_sim_pv"] == "list<float64> (4)"
+    ids = [row["example_id"] for split in SPLITS for row in read_parquet(latest, split)]
+    assert any(re.fullmatch(r"\d+_\d+\.\d+", i) for i in ids)  # a caption in several sets
+    assert "'.2', '.3'" in next(line for line in body.splitlines() if "| `example_id` |" in line)
+
+
+def test_the_card_says_why_train_decoys_are_closer(two_versions):
+    _, _, latest = two_versions
+    values = statistics(latest)["splits"]
+    _, body = front_matter(pathlib.Path(dataset_path(latest, "README.md")))
+    for split in SPLITS:
+        assert f"{split} {values[split]['coverage']['captions']:,}" in body
+        assert f"{split} {values[split]['decoys']['sim_pv']['mean']:.3f}" in body
+    assert values["train"]["coverage"]["captions"] > values["dev"]["coverage"]["captions"]
+
+
+def test_the_licence_and_citations_follow_the_input(two_versions):
+    _, _, latest = two_versions
+    manifest = json.loads((pathlib.Path(latest) / "manifest.json").read_text())
+    assert [entry["synthetic"] for entry in manifest["inputs"]] == [True]
+    assert corpus(manifest).license == "other"
+    coco = {**manifest, "inputs": [{**manifest["inputs"][0], "synthetic": False}]}
+    assert corpus(coco).license == manifest["options"]["captions_license"] == "cc-by-4.0"
+    assert "@inproceedings{lin2014coco" in version_card(
+        coco, statistics(latest), {}, {split: 0 for split in SPLITS}
+    )
+    real = pathlib.Path(__file__).resolve().parents[2] / "shared/data/coco/captions_val2017.json"
+    if real.exists():  # COCO's own file is not the synthetic corpus
+        with open(real, "rb") as handle:
+            assert not is_synthetic(handle.read(HEAD_BYTES))
+
+
+def test_a_producers_card_section_ends_the_version_card_and_the_root_card(two_versions):
+    """A human filter's word (``dmc-rate filter``) reaches the root's card through the manifest."""
+    _, _, latest = two_versions
+    manifest = json.loads((pathlib.Path(latest) / "manifest.json").read_text())
+    manifest[CARD_SECTION] = "\n## Human filter\n\nA subset of another version.\n"
+    sizes = {split: 0 for split in SPLITS}
+    for card in (
+        version_card(manifest, statistics(latest), {}, sizes),
+        root_card(manifest, statistics(latest), {}, sizes, "versions/v/dataset"),
+    ):
+        assert card.endswith(manifest[CARD_SECTION])

@@ -34,6 +34,11 @@ import numpy as np
 from transforms.files import write_file
 
 CAPTIONS_PER_IMAGE = 5
+# The corpus's "info" description: how a run knows its input is this corpus (its captions are
+# the project's, not COCO's: the card's licence and citations follow), read from the first
+# bytes, where json.dumps puts "info".
+DESCRIPTION = "dmc-datasets synthetic corpus"
+HEAD_BYTES = 256
 
 PEOPLE_ATTRIBUTES = ("young", "old", "happy", "tall", "smiling", "tired", "little", "blond")
 ANIMAL_ATTRIBUTES = ("brown", "white", "black", "small", "large", "spotted", "wet", "cute")
@@ -337,7 +342,7 @@ def scene_objects(seed: int, num_images: int) -> Iterator[tuple[int, tuple[str, 
 def coco_document(seed: int, num_images: int, captions_per_image: int = CAPTIONS_PER_IMAGE) -> dict:
     """A corpus in COCO's captions_*.json format."""
     document = {
-        "info": {"description": f"dmc-datasets synthetic corpus, seed {seed}"},
+        "info": {"description": f"{DESCRIPTION}, seed {seed}"},
         "licenses": [],
         "images": [],
         "annotations": [],
@@ -352,6 +357,18 @@ def coco_document(seed: int, num_images: int, captions_per_image: int = CAPTIONS
                 {"id": annotation_id, "image_id": image_id, "caption": caption}
             )
     return document
+
+
+def is_synthetic(head: bytes) -> bool:
+    """Whether a COCO captions file that starts with ``head`` (its first HEAD_BYTES) is this
+    corpus.
+
+    >>> is_synthetic(json.dumps(coco_document(0, 1)).encode()[:HEAD_BYTES])
+    True
+    >>> is_synthetic(b'{"info": {"description": "COCO 2017 Dataset"')
+    False
+    """
+    return f'{{"info": {{"description": "{DESCRIPTION}, seed '.encode() in head
 
 
 def write_coco(

@@ -5,23 +5,30 @@ The front matter's ``configs`` name the Parquet shards of each split, so
 or text copies, never another version), and its ``dataset_info`` gives the
 features and each split's instance count, which ``datasets`` checks on load.
 YAML is written by hand: every scalar is JSON-quoted, which YAML reads as is. The
-Markdown under it is ``assets/version_card.md`` or ``assets/root_card.md``, a
-``string.Template`` whose ``${name}`` fields are filled here.
+Markdown under it is ``assets/version_card.md``, a ``string.Template`` whose ``${name}``
+fields are filled here. The root's card is the latest version's card with every path
+taken from the root (``at``), under ``assets/root_card.md``'s word on the versions.
 """
 
 import json
+from dataclasses import dataclass
 from string import Template
 
+from apache_beam.io.filesystems import FileSystems
+
 from schemas.instance import FIELDS, MCIC_OPTIONS
-from schemas.layout import PARQUET, relative_shard_pattern
+from schemas.layout import CARD_FILE, PARQUET, relative_shard_pattern
 from transforms.corpus.split import SPLITS
 from transforms.dataset.statistics import DECOY_MEASURES
 from transforms.report import assets
 from transforms.strategies.mcic import DING2016
 from transforms.strategies.registry import STRATEGIES
+from transforms.trainer.dataset_audit import AT_CHANCE_DEVIATIONS, chance_bound
 from transforms.trainer.metrics import metrics_table
 
-CARD_FILE = "README.md"
+# The manifest's Markdown its producer adds at the end of the card (a human filter's word):
+# kept there so the root's card, written when the version becomes the latest, has it too.
+CARD_SECTION = "card_section"
 # The corpus papers; a strategy's own papers live beside it (``DecoyStrategy.references``),
 # and the method's, Ding et al., beside MC-IC.
 LIN2014 = """@inproceedings{lin2014coco,
@@ -38,34 +45,113 @@ CHEN2015 = """@article{chen2015cococaptions,
   journal = {arXiv:1504.00325},
   year = {2015}
 }"""
-ALWAYS_CITED = (DING2016, LIN2014, CHEN2015)
+COCO_CITED = (LIN2014, CHEN2015)
+# HuggingFace's size_categories, by their upper bound on the number of instances.
+SIZE_CATEGORIES = (
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+    (100_000_000, "10M<n<100M"),
+)
 
 
 def _quoted(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def front_matter(data_directory: str, splits: dict[str, dict], license: str) -> str:
-    """YAML naming ``<data_directory>/parquet/<split>/*.parquet`` as each split's files.
-
-    >>> print(front_matter("v1", {"dev": {"instances": 3}}, "cc-by-4.0").splitlines()[10])
-        path: "v1/parquet/dev/dev-*.parquet"
+def plural(noun: str, count: int) -> str:
     """
-    prefix = f"{data_directory}/" if data_directory else ""
+    >>> plural("decoy", 4), plural("decoy", 1)
+    ('decoys', 'decoy')
+    """
+    return noun if count == 1 else f"{noun}s"
+
+
+def size_category(instances: int) -> str:
+    """
+    >>> size_category(999), size_category(1_000), size_category(3_000_000_000)
+    ('n<1K', '1K<n<10K', 'n>100M')
+    """
+    return next((name for bound, name in SIZE_CATEGORIES if instances < bound), "n>100M")
+
+
+def split_bytes(dataset_directory: str) -> dict[str, int]:
+    """Bytes of each split's Parquet files in a dataset folder: the card's ``num_bytes``."""
+    sizes = {}
+    for split in SPLITS:
+        pattern = FileSystems.join(dataset_directory, relative_shard_pattern(PARQUET, split))
+        sizes[split] = sum(
+            meta.size_in_bytes for meta in FileSystems.match([pattern])[0].metadata_list
+        )
+    return sizes
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """What the card says of the input captions: licence, tags and the papers to cite."""
+
+    license: str  # a HuggingFace licence id
+    tag: str
+    licence: str  # the card's Licence section
+    citations: tuple[str, ...]
+
+
+def corpus(manifest: dict) -> Corpus:
+    """The project's synthetic corpus (every input marked so: ``pipelines.manifest``) is the
+    project's own text, neither COCO's nor under ``--captions_license``; any other input is
+    taken to be COCO-style captions under ``--captions_license``."""
+    inputs = [entry for entry in manifest["inputs"] if "synthetic" in entry]
+    if inputs and all(entry["synthetic"] for entry in inputs):
+        return Corpus(
+            license="other",
+            tag="synthetic",
+            licence=(
+                "The captions are the project's own synthetic corpus (`dmc-make-corpus`: text "
+                "generated from latent scenes, not COCO's captions), so no corpus licence "
+                "applies and `--captions_license` is not used; the images do not exist "
+                "(`image_file` names are placeholders)."
+            ),
+            citations=(),
+        )
+    return Corpus(
+        license=manifest["options"]["captions_license"],
+        tag="coco",
+        licence=(
+            "The captions are the input corpus's, under its licence: "
+            f"`{manifest['options']['captions_license']}` (COCO's captions: CC BY 4.0). Images "
+            "are not part of this dataset; COCO's images carry their own Flickr licences."
+        ),
+        citations=COCO_CITED,
+    )
+
+
+def front_matter(
+    at: str, statistics: dict, corpus: Corpus, strategy: str, sizes: dict[str, int]
+) -> str:
+    """YAML naming ``<at>parquet/<split>/*.parquet`` as each split's files; ``sizes``: each
+    split's bytes (:func:`split_bytes`)."""
+    splits = statistics["splits"]
     lines = [
         "---",
-        f"license: {_quoted(license)}",
+        f"pretty_name: {_quoted(f'Multiple-choice image captions: {strategy} decoys')}",
+        f"license: {_quoted(corpus.license)}",
         "language:",
         "- en",
         "task_categories:",
         "- multiple-choice",
+        "size_categories:",
+        f"- {_quoted(size_category(statistics['total']['instances']))}",
+        "tags:",
+        *(f"- {_quoted(tag)}" for tag in ("image-captioning", corpus.tag, strategy)),
         "configs:",
         '- config_name: "default"',
         "  data_files:",
     ]
     present = [split for split in SPLITS if split in splits]
     for split in present:
-        pattern = prefix + relative_shard_pattern(PARQUET, split)
+        pattern = at + relative_shard_pattern(PARQUET, split)
         lines += [f"  - split: {_quoted(split)}", f"    path: {_quoted(pattern)}"]
     lines += ["dataset_info:", "  features:"]
     for field in FIELDS:
@@ -76,23 +162,13 @@ def front_matter(data_directory: str, splits: dict[str, dict], license: str) -> 
         ]
     lines.append("  splits:")
     for split in present:
-        # num_bytes is the size of the in-memory table, which only datasets knows; 0 = unknown.
         lines += [
             f"  - name: {_quoted(split)}",
             f"    num_examples: {int(splits[split]['instances'])}",
-            "    num_bytes: 0",
+            f"    num_bytes: {sizes[split]}",
         ]
     lines.append("---")
     return "\n".join(lines) + "\n"
-
-
-def root_card(name: str, dataset_directory: str, splits: dict[str, dict], license: str) -> str:
-    """The output root's card: loading the root loads the latest version's dataset only.
-    ``dataset_directory``: that version's dataset folder, relative to the root."""
-    body = Template(assets.read("root_card.md")).substitute(
-        name=name, card=f"{dataset_directory}/{CARD_FILE}"
-    )
-    return front_matter(dataset_directory, splits, license) + "\n" + body
 
 
 def _table_one(statistics: dict) -> str:
@@ -161,52 +237,143 @@ def _audit(statistics: dict) -> str:
     return f"```\n{metrics_table(audit)}\n```\n\n**{audit['verdict']['line']}**{left_out}"
 
 
+def _pools(statistics: dict, pool: str) -> str:
+    """Why the splits' decoys differ in closeness: the size of the pool each is drawn from."""
+    splits = statistics["splits"]
+    if not all(splits[s]["decoys"]["sim_pv"]["count"] and "coverage" in splits[s] for s in SPLITS):
+        return ""  # edited decoys have no simPV; without coverage, no caption counts
+    means = ", ".join(f"{s} {splits[s]['decoys']['sim_pv']['mean']:.3f}" for s in SPLITS)
+    if pool == "split":
+        sizes = ", ".join(f"{s} {splits[s]['coverage']['captions']:,}" for s in SPLITS)
+        return (
+            f"Each split's decoys are drawn from its own captions (`--decoy_pool split`): {sizes}. "
+            "The more captions a pool holds, the closer a target's nearest neighbours are, so "
+            f"a larger split's decoys are closer to their targets (mean simPV: {means})."
+        )
+    total = sum(splits[s]["coverage"]["captions"] for s in SPLITS)
+    return (
+        f"Every split's decoys are drawn from the whole corpus (`--decoy_pool {pool}`, "
+        f"{total:,} captions), so the splits' decoys are equally close to their targets but "
+        f"for chance (mean simPV: {means})."
+    )
+
+
+def _chance_rule(statistics: dict, k: int) -> str:
+    """The audit verdict's rule, with the band it gives on this version's instances."""
+    rule = (
+        f"An accuracy within {AT_CHANCE_DEVIATIONS:g} binomial standard deviations of chance "
+        f"(1/{k} = {100 / k:.1f}%) reads as chance"
+    )
+    verdict = statistics.get("text_only_audit", {}).get("verdict")
+    if verdict is None:
+        return rule + "."
+    bound = chance_bound(1 / k, verdict["total"])
+    low, high = max(0.0, 1 / k - bound), min(1.0, 1 / k + bound)
+    return (
+        f"{rule}: on {verdict['split']}'s {verdict['total']:,} instances, {100 * low:.1f}% to "
+        f"{100 * high:.1f}%. Further off, above or below, the options give the target away."
+    )
+
+
+def _fields(k: int) -> str:
+    """The instance schema (``schemas.instance.FIELDS``) with this version's k."""
+    rows = ["| field | type | meaning |", "| --- | --- | --- |"]
+    for field in FIELDS:
+        kind = f"list<{field.kind}> ({field.length(k)})" if field.repeated else field.kind
+        rows.append(f"| `{field.name}` | {kind} | {field.doc} |")
+    return "\n".join(rows)
+
+
+def _code(code: dict) -> str:
+    commit = code.get("git_commit")
+    return f"git commit `{commit}`" if commit else "no git commit (not run from a checkout)"
+
+
 def _inputs(manifest: dict) -> str:
     return "\n".join(
         f"- `{entry['path'].rsplit('/', 1)[-1]}`: {entry['bytes']:,} bytes, "
         f"sha256 `{entry['sha256']}`"
+        + (" (the synthetic corpus)" if entry.get("synthetic") else "")
         for entry in manifest["inputs"]
     )
 
 
-def version_card(manifest: dict, statistics: dict, plots: dict[str, str]) -> str:
+def _card(
+    manifest: dict, statistics: dict, plots: dict[str, str], sizes: dict[str, int], at: str
+) -> tuple[str, str]:
+    """(front matter, Markdown) of a version's card, its paths relative to ``at``."""
+    options = manifest["options"]
+    strategy = STRATEGIES[options["decoys"]]
+    pool = strategy.pool(options["decoy_pool"])
+    k = strategy.num_options
+    code = manifest["code"]
+    source = corpus(manifest)
+    body = Template(assets.read("version_card.md")).substitute(
+        version=manifest["version"],
+        at=at,
+        strategy=strategy.name,
+        k=k,
+        decoys=k - 1,
+        decoy_noun=plural("decoy", k - 1),
+        chance=f"{100 / k:.0f}%",
+        summary=strategy.summary,
+        guarantee=strategy.guarantee or "none: text-only models may beat chance (see the audit)",
+        text_formats=(
+            f"and `{at}mcic/<split>/` (the published MCIC-COCO text format)"
+            if k == MCIC_OPTIONS
+            else f"(the MCIC text format holds five options, so it is not written for {k})"
+        ),
+        fields=_fields(k),
+        table_one=_table_one(statistics),
+        skips=_skips(statistics),
+        decoy_means=_decoy_means(statistics),
+        pools=_pools(statistics, pool),
+        strategy_report=_strategy_report(statistics),
+        figures="\n\n".join(f"![{caption}]({at}{path})" for path, caption in plots.items()),
+        chance_rule=_chance_rule(statistics, k),
+        audit=_audit(statistics),
+        limitations=strategy.limitations,
+        inputs=_inputs(manifest),
+        code=_code(code),
+        python=code["python"],
+        versions=", ".join(f"{package} {version}" for package, version in code["versions"].items()),
+        options="\n".join(
+            f"| `--{name}` | `{pool if name == 'decoy_pool' else value}` |"
+            for name, value in sorted(options.items())
+        ),
+        licence=source.licence,
+        citations="\n\n".join(
+            f"```bibtex\n{entry}\n```"
+            for entry in (DING2016, *source.citations, *strategy.references)
+        ),
+    )
+    front = front_matter(at, statistics, source, strategy.name, sizes)
+    return front, body + manifest.get(CARD_SECTION, "")
+
+
+def version_card(
+    manifest: dict, statistics: dict, plots: dict[str, str], sizes: dict[str, int]
+) -> str:
     """The card of one version, from its manifest (``options``: the content options only) and
-    statistics; ``plots``: file name -> caption of the PNGs written beside the card.
+    statistics; ``plots``: file name -> caption of the PNGs written beside the card;
+    ``sizes``: each split's Parquet bytes (:func:`split_bytes`).
 
     Nothing in it depends on where or when the run was (paths, times), so reruns write the
     same card.
     """
-    options = manifest["options"]
-    strategy = STRATEGIES[options["decoys"]]
-    k = strategy.num_options
-    chance = f"{100 / k:.0f}%"
-    code = manifest["code"]
-    body = Template(assets.read("version_card.md")).substitute(
-        strategy=strategy.name,
-        k=k,
-        decoys=k - 1,
-        chance=chance,
-        summary=strategy.summary,
-        guarantee=strategy.guarantee or "none: text-only models may beat chance (see the audit)",
-        text_formats=(
-            "and `mcic/<split>/` (the published MCIC-COCO text format)"
-            if k == MCIC_OPTIONS
-            else f"(the MCIC text format holds five options, so it is not written for {k})"
-        ),
-        table_one=_table_one(statistics),
-        skips=_skips(statistics),
-        decoy_means=_decoy_means(statistics),
-        strategy_report=_strategy_report(statistics),
-        figures="\n\n".join(f"![{caption}]({path})" for path, caption in plots.items()),
-        audit=_audit(statistics),
-        limitations=strategy.limitations,
-        inputs=_inputs(manifest),
-        python=code["python"],
-        versions=", ".join(f"{package} {version}" for package, version in code["versions"].items()),
-        options="\n".join(f"| `--{name}` | `{value}` |" for name, value in sorted(options.items())),
-        license=options["captions_license"],
-        citations="\n\n".join(
-            f"```bibtex\n{entry}\n```" for entry in (*ALWAYS_CITED, *strategy.references)
-        ),
+    front, body = _card(manifest, statistics, plots, sizes, at="")
+    return f"{front}\n{body}"
+
+
+def root_card(
+    manifest: dict, statistics: dict, plots: dict[str, str], sizes: dict[str, int], at: str
+) -> str:
+    """The output root's card: the latest version's full card with every path taken from the
+    root, so its snippets run there and loading the root loads that version only. ``at``:
+    the version's dataset folder, relative to the root."""
+    front, body = _card(manifest, statistics, plots, sizes, at=f"{at}/")
+    title, rest = body.split("\n\n", 1)
+    preamble = Template(assets.read("root_card.md")).substitute(
+        name=manifest["version"], card=f"{at}/{CARD_FILE}"
     )
-    return front_matter("", statistics["splits"], options["captions_license"]) + "\n" + body
+    return f"{front}\n{title}\n\n{preamble}{rest}"

@@ -108,12 +108,17 @@ class DecoyStrategy(beam.PTransform):
         return config.neighbours
 
     @classmethod
+    def pool(cls, chosen: str) -> str:
+        """The pool a run draws from: ``--decoy_pool``, or the strategy's own when empty."""
+        return chosen or cls.pools[0]
+
+    @classmethod
     def resolve(cls, config: StrategyConfig) -> StrategyConfig:
         """``config`` with its pool (the strategy's own when none is given) and its index
         sized for the strategy's queries."""
         return dataclasses.replace(
             config,
-            decoy_pool=config.decoy_pool or cls.pools[0],
+            decoy_pool=cls.pool(config.decoy_pool),
             index=dataclasses.replace(config.index, neighbours=cls.searched(config)),
         )
 

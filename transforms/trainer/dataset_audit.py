@@ -89,6 +89,16 @@ def read_split(
     return rows, frozenset(texts), num_options
 
 
+def chance_bound(chance: float, total: int) -> float:
+    """How far from chance an accuracy on ``total`` instances still reads as chance:
+    AT_CHANCE_DEVIATIONS binomial standard deviations.
+
+    >>> round(chance_bound(0.2, 400), 3)
+    0.06
+    """
+    return AT_CHANCE_DEVIATIONS * math.sqrt(chance * (1 - chance) / total)
+
+
 def verdict(metrics: dict) -> dict:
     """The text-only row furthest from chance on test (dev when there is no test), and whether
     it is still chance. Below chance gives the target away too: a model that avoids the
@@ -97,8 +107,7 @@ def verdict(metrics: dict) -> dict:
     chance = metrics["chance"]
     best = max(metrics["models"], key=lambda row: abs(row[split]["accuracy"] - chance))
     result = best[split]
-    bound = AT_CHANCE_DEVIATIONS * math.sqrt(chance * (1 - chance) / result["total"])
-    at_chance = abs(result["accuracy"] - chance) <= bound
+    at_chance = abs(result["accuracy"] - chance) <= chance_bound(chance, result["total"])
     side = "ABOVE" if result["accuracy"] > chance else "BELOW"
     line = (
         f"text-only furthest from chance: {100 * result['accuracy']:.1f}% on {split} "
