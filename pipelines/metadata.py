@@ -10,7 +10,7 @@ these files are written, so that they are listed too).
 from pipelines.versions import describe_file, version_paths
 from schemas.layout import DATASET, PARQUET, SHARD_NAME, SUFFIXES, TFRECORD, dataset_path
 from transforms.files import write_json
-from transforms.report.card import ALWAYS_CITED
+from transforms.report.card import cited, corpus
 from transforms.report.croissant import METADATA_FILE, croissant_metadata
 from transforms.report.tfds import (
     DATASET_INFO_FILE,
@@ -63,8 +63,8 @@ def write_metadata(directory: str, name: str, manifest: dict) -> None:
     )
     about = {
         "description": description,
-        "license": options["captions_license"],
-        "citation": "\n\n".join((*ALWAYS_CITED, *strategy.references)),
+        "license": corpus(manifest).license,
+        "citation": "\n\n".join(cited(manifest)),
     }
     croissant = croissant_metadata(
         name=f"dmc-{options['decoys']}",

@@ -127,6 +127,13 @@ def corpus(manifest: dict) -> Corpus:
     )
 
 
+def cited(manifest: dict) -> tuple[str, ...]:
+    """What a version asks its users to cite, once each: the method (Ding et al.), the
+    corpus's papers, the strategy's own (MC-IC's is the method's)."""
+    strategy = STRATEGIES[manifest["options"]["decoys"]]
+    return tuple(dict.fromkeys((DING2016, *corpus(manifest).citations, *strategy.references)))
+
+
 def front_matter(
     at: str, statistics: dict, corpus: Corpus, strategy: str, sizes: dict[str, int]
 ) -> str:
@@ -342,10 +349,7 @@ def _card(
             for name, value in sorted(options.items())
         ),
         licence=source.licence,
-        citations="\n\n".join(
-            f"```bibtex\n{entry}\n```"
-            for entry in (DING2016, *source.citations, *strategy.references)
-        ),
+        citations="\n\n".join(f"```bibtex\n{entry}\n```" for entry in cited(manifest)),
     )
     front = front_matter(at, statistics, source, strategy.name, sizes)
     return front, body + manifest.get(CARD_SECTION, "")
