@@ -21,6 +21,7 @@ from pipelines.versions import read_manifest
 from schemas.instance import FIELDS
 from schemas.layout import DATASET, PARQUET, TFRECORD, dataset_path, shard_pattern
 from transforms.files import list_files
+from transforms.report.card import cited, corpus
 from transforms.report.croissant import METADATA_FILE
 from transforms.report.tfds import (
     DATASET_INFO_FILE,
@@ -56,8 +57,11 @@ def test_metadata_is_valid_croissant(croissant):
     issues = dataset.metadata.ctx.issues
     assert not issues.errors
     assert [warning.split("] ", 1)[1] for warning in issues.warnings] == [NO_DATE]
-    assert dataset.metadata.license == ["cc-by-4.0"]
-    assert "Ding" in dataset.metadata.cite_as
+    # the card's licence and citations: the synthetic corpus is the project's own text
+    manifest = read_manifest(directory)
+    assert dataset.metadata.license == [corpus(manifest).license] == ["other"]
+    assert dataset.metadata.cite_as == "\n\n".join(cited(manifest))
+    assert "Ding" in dataset.metadata.cite_as and "COCO" not in dataset.metadata.cite_as
     name = os.path.basename(directory)
     assert dataset.metadata.version.endswith(f"+{name}")
 
