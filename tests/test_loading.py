@@ -47,16 +47,21 @@ def two_versions(synthetic_corpus, tmp_path_factory) -> tuple[pathlib.Path, str,
 def loading_snippets() -> dict[str, str]:
     """The manual's python blocks of "Loading a dataset", by the library each imports first."""
     section = OUTPUT_PAGE.read_text().split("## Loading a dataset", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
-    return {first_import(block): block for block in blocks}
+    return python_blocks(section, by=0)
 
 
-def first_import(code: str) -> str:
+def python_blocks(text: str, *, by: int) -> dict[str, str]:
+    """``text``'s python blocks, keyed by the ``by``-th library each imports."""
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    return {imported(block)[by]: block for block in blocks}
+
+
+def imported(code: str) -> list[str]:
     r"""
-    >>> first_import("import json\nimport tensorflow as tf")
-    'json'
+    >>> imported("import os\n\nimport datasets")
+    ['os', 'datasets']
     """
-    return next(n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Import)).names[0].name
+    return [n.names[0].name for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Import)]
 
 
 def run_in(snippet: str, folder: pathlib.Path, tmp_path: pathlib.Path) -> str:
@@ -193,17 +198,7 @@ def test_the_root_card_names_the_latest_versions_files(two_versions):
 def card_snippets(card: pathlib.Path) -> dict[str, str]:
     """A card's python blocks, by the library each imports last (``os`` comes first)."""
     _, body = front_matter(card)
-    blocks = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
-    return {last_import(block): block for block in blocks}
-
-
-def last_import(code: str) -> str:
-    r"""
-    >>> last_import("import os\n\nimport datasets")
-    'datasets'
-    """
-    imports = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Import)]
-    return imports[-1].names[0].name
+    return python_blocks(body, by=-1)
 
 
 @pytest.mark.parametrize("card", ["version", "latest", "root"])
