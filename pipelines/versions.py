@@ -370,21 +370,31 @@ def latest_version(output: str) -> Version | None:
     return Version(name, directory, is_complete(directory))
 
 
-def enclosing(path: str) -> str:
-    """``path``, or the version or output it lies in when it is a folder inside one.
+def climbed(path: str) -> list[str]:
+    """``path``, then each folder it lies in for as long as the last one is a folder inside
+    a version or output (a split, a format, ``dataset``, ``latest``).
 
-    >>> enclosing("out/latest/parquet/dev")
-    'out'
-    >>> enclosing("gs://b/out/versions/v1/dataset/")
-    'gs://b/out/versions/v1'
+    >>> climbed("out/latest/parquet/dev")
+    ['out/latest/parquet/dev', 'out/latest/parquet', 'out/latest', 'out']
+    >>> climbed("gs://b/out/versions/v1/dataset/")
+    ['gs://b/out/versions/v1/dataset', 'gs://b/out/versions/v1']
     """
-    path = path.rstrip("/")
-    while not (is_complete(path) or FileSystems.exists(FileSystems.join(path, LATEST_FILE))):
-        parent, _, name = path.rpartition("/")
+    paths = [path.rstrip("/")]
+    while True:
+        parent, _, name = paths[-1].rpartition("/")
         if name not in INNER_FOLDERS or not parent or parent.endswith(":/"):
-            break
-        path = parent
-    return path
+            return paths
+        paths.append(parent)
+
+
+def enclosing(path: str) -> str:
+    """``path``, or the version or output it lies in when it is a folder inside one: the
+    first of :func:`climbed` that is a complete version or has a ``latest``, else the last."""
+    paths = climbed(path)
+    for candidate in paths:
+        if is_complete(candidate) or FileSystems.exists(FileSystems.join(candidate, LATEST_FILE)):
+            return candidate
+    return paths[-1]
 
 
 def completed_dataset(path: str) -> str:
