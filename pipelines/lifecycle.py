@@ -10,6 +10,7 @@ It lives apart from :mod:`pipelines.versions`, which every reader of a version
 imports, because it loads the trainer and matplotlib.
 """
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -100,7 +101,9 @@ def write_version(
                 # An InputError, raised here or by a worker process (as its text). The
                 # fence comes first: a run whose claim was lost clears nothing.
                 if input_error_message(error) is not None:
-                    clear_incomplete(version, fence, left_by="this run, refused for bad input")
+                    clear_incomplete(
+                        version, fence, "this run, refused for bad input", logging.INFO
+                    )
                 raise
             return finish(output, version, produced, fence)
     except BaseException:

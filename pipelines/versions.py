@@ -277,8 +277,12 @@ def plan_version(output: str, name: str, *, force: bool) -> Version:
     return Version(candidate, directory, False)
 
 
-def clear_incomplete(version: Version, fence: Fence, left_by: str = "a failed run") -> None:
-    """Removes what ``left_by`` left in this version, so its shards cannot mix with ours.
+def clear_incomplete(
+    version: Version, fence: Fence, left_by: str = "a failed run", level: int = logging.WARNING
+) -> None:
+    """Removes what ``left_by`` left in this version, so its shards cannot mix with ours,
+    and says so at ``level`` (a run clearing up after its own refusal is no news: its error
+    is the one line a user needs).
 
     Call only while holding the version's claim (:mod:`pipelines.claims`), which
     ``fence`` checks first: the files are then a dead run's, never those of a run
@@ -288,7 +292,8 @@ def clear_incomplete(version: Version, fence: Fence, left_by: str = "a failed ru
     claim = FileSystems.join(version.directory, LOCK_FILE)
     left = [path for path in list_files(FileSystems.join(version.directory, "**")) if path != claim]
     if left:
-        logging.warning(
+        logging.log(
+            level,
             "removing %d files of incomplete version %s left by %s",
             len(left),
             version.directory,

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from schemas.layout import PARQUET
+from schemas.layout import PARQUET, dataset_path
 from transforms.errors import InputError
 from transforms.trainer.dataset_audit import read_split
 from transforms.trainer.features import INSTANCE_COLUMNS
@@ -27,11 +27,11 @@ def instance(n: int, k: int = 3) -> dict:
 
 
 def write_shards(directory, shards: list[list[dict]]) -> str:
-    folder = directory / PARQUET / "train"
+    folder = dataset_path(str(directory), PARQUET, "train")  # a version's layout
     os.makedirs(folder)
     for s, rows in enumerate(shards):
         table = pa.Table.from_pylist([{c: row[c] for c in INSTANCE_COLUMNS} for row in rows])
-        pq.write_table(table, folder / f"train-{s:05d}-of-{len(shards):05d}.parquet")
+        pq.write_table(table, os.path.join(folder, f"train-{s:05d}-of-{len(shards):05d}.parquet"))
     return str(directory)
 
 
