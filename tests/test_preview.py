@@ -432,12 +432,15 @@ def test_the_preview_reads_and_writes_gcs_as_local_files(dataset_with_urls, tmp_
         for name, value in environment.items():
             patch.setenv(name, value)
         bucket = storage.Client(project=PROJECT).create_bucket("dmc-preview")
-        for directory in (version, photos):  # to gs://dmc-preview/<version> and /photos
+        # to gs://dmc-preview/<output>/versions/<version> and /photos: the page names the
+        # version and its output's folder, so the copy keeps both
+        output = version.parent.parent
+        for directory, under in ((version, output.parent), (photos, photos.parent)):
             for path in directory.rglob("*"):
                 if path.is_file():
-                    name = path.relative_to(directory.parent)
+                    name = path.relative_to(under)
                     bucket.blob(str(name)).upload_from_filename(str(path))
-        remote = f"gs://dmc-preview/{version.name}"
+        remote = f"gs://dmc-preview/{version.relative_to(output.parent)}"
         argv = ["--images", "gs://dmc-preview/photos", "--output", "gs://dmc-preview/preview"]
         assert main(["--dataset", remote, *argv]) == 0
         assert capsys.readouterr().out.endswith(
