@@ -103,7 +103,7 @@ def test_generate_optimize_uses_and_records_the_winners(synthetic_corpus, tmp_pa
     )
     version = pathlib.Path(run(options).version.directory)
     manifest = json.loads((version / "manifest.json").read_text())
-    report = json.loads((version / "search" / "report.json").read_text())
+    report = json.loads((version / "build" / "search" / "report.json").read_text())
     chosen = manifest["search"]["chosen"]
     assert chosen["pv_epochs"] == report["optimize_pv"]["winner"]["epochs"]
     assert chosen["score_lambda"] == report["optimize_score"]["winner"]["lambda"]
