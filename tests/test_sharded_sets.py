@@ -17,7 +17,7 @@ import pytest
 
 from pipelines.options import GenerateOptions
 from pipelines.versions import read_manifest
-from schemas.layout import corpus_folder
+from schemas.layout import MCIC, PARQUET, TFRECORD, build_path, corpus_folder, dataset_path
 from tests.conftest import TRAINING, generated
 from tests.dataset_checks import check_dataset, read_parquet
 from transforms import spill
@@ -51,10 +51,12 @@ def closeness(directory: str, split: str) -> float:
 
 
 def dataset_bytes(directory: str) -> dict[str, bytes]:
+    folders = [dataset_path(directory, form) for form in (PARQUET, TFRECORD, MCIC)]
+    folders.append(build_path(directory, "skipped"))
     files = [
         path
-        for folder in ("parquet", "tfrecord", "mcic", "skipped")
-        for path in glob.glob(os.path.join(directory, folder, "**", "*"), recursive=True)
+        for folder in folders
+        for path in glob.glob(os.path.join(folder, "**", "*"), recursive=True)
     ]
     return {
         os.path.relpath(path, directory): open(path, "rb").read()
