@@ -179,7 +179,8 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
     drops = sum(v for k, v in statistics["skipped"].items() if k.startswith("decoys/"))
     assert len({row["target_caption_id"] for row in every}) + drops == len(corpus)
     assert skipped >= drops
-    assert not glob.glob(os.path.join(output, "*", "beam-temp-*")), "temporary files left"
+    temporary = glob.glob(os.path.join(output, "**", "beam-temp-*"), recursive=True)
+    assert not temporary, f"temporary files left: {temporary[:3]}"
     with open(os.path.join(output, "manifest.json")) as handle:
         manifest = json.load(handle)
     assert manifest["options"]["neighbours"] == options.neighbours
