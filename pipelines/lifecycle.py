@@ -26,6 +26,7 @@ from pipelines.versions import (
     checked_inventory,
     clear_incomplete,
     content_options,
+    inventory,
     is_complete,
     publish,
     read_manifest,
@@ -35,7 +36,7 @@ from transforms.dataset.statistics import compute_statistics, read_written, unac
 from transforms.errors import NotPublished, input_error_message
 from transforms.files import read_json, remove_empty_folder, write_file, write_json
 from transforms.report.card import CARD_FILE, CARD_SECTION, root_card, split_bytes, version_card
-from transforms.report.plots import dataset_plots
+from transforms.report.plots import dataset_plot_captions, dataset_plots
 from transforms.trainer.dataset_audit import WARN, AuditConfig, audit_dataset, held_back
 
 STATISTICS_FILE = "statistics.json"
@@ -143,8 +144,9 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
         **({CARD_SECTION: produced.card} if produced.card else {}),
     }
     write_card(directory, manifest, statistics)
-    write_metadata(directory, version.name, manifest)
-    manifest["files"] = checked_inventory(directory, produced.records)
+    written = inventory(directory)  # each file read once: the metadata lists the shards too
+    write_metadata(directory, version.name, manifest, written)
+    manifest["files"] = checked_inventory(directory, produced.records, written)
     fence()
     write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)
     marker = {"instances": statistics["total"]["instances"], **produced.marker}
@@ -166,13 +168,13 @@ def not_published(version: Version, leak: str) -> str:
 
 def latest_card(version: Version) -> str:
     """The root's card when ``version`` is the latest: its own card, from its manifest and
-    statistics, with every path taken from the root."""
+    statistics as written, with every path taken from the root."""
     manifest = read_manifest(version.directory)
     statistics = read_json(dataset_path(version.directory, STATISTICS_FILE))
     return root_card(
         {**manifest, "options": content_options(manifest["options"])},
         statistics,
-        {name: caption for name, (caption, _) in dataset_plots(statistics).items()},
+        dataset_plot_captions(statistics),
         split_bytes(dataset_path(version.directory)),
         f"{VERSIONS_DIRECTORY}/{version.name}/{DATASET}",
     )

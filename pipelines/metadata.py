@@ -2,12 +2,11 @@
 
 Croissant's ``dataset/metadata.json`` (:mod:`transforms.report.croissant`) and TFDS's
 ``dataset/tfrecord/{dataset_info,features}.json`` (:mod:`transforms.report.tfds`),
-from the manifest and the shards as written: each shard is read once more here for
-its size, checksum and record count (the manifest's entries of it come later, after
-these files are written, so that they are listed too).
+from the manifest and the entries (size, checksum, record count) of the shards as
+written, which the manifest's inventory then reuses: a shard is read once as a version
+is finished.
 """
 
-from pipelines.versions import describe_file, version_paths
 from schemas.layout import DATASET, PARQUET, SHARD_NAME, SUFFIXES, TFRECORD, dataset_path
 from transforms.files import write_json
 from transforms.report.card import cited, corpus
@@ -38,21 +37,20 @@ def is_shard(path: str, form: str) -> bool:
     )
 
 
-def dataset_shards(directory: str, form: str) -> list[dict]:
-    """The manifest's entries of one format's shards, ``path`` relative to the dataset folder."""
+def dataset_shards(files: list[dict], form: str) -> list[dict]:
+    """The entries of one format's shards among the version's ``files``, ``path`` relative
+    to the dataset folder."""
     prefix = f"{DATASET}/"
     return [
         {**entry, "path": entry["path"][len(prefix) :]}
-        for entry in (
-            describe_file(directory, path)
-            for path in version_paths(directory)
-            if is_shard(path, form)
-        )
+        for entry in files
+        if is_shard(entry["path"], form)
     ]
 
 
-def write_metadata(directory: str, name: str, manifest: dict) -> None:
-    """Croissant and TFDS metadata of version ``name`` in ``directory``."""
+def write_metadata(directory: str, name: str, manifest: dict, files: list[dict]) -> None:
+    """Croissant and TFDS metadata of version ``name`` in ``directory``, whose ``files``
+    (their manifest entries) hold the shards."""
     options = manifest["options"]
     strategy = STRATEGIES[options["decoys"]]
     package = manifest["code"]["versions"]["dmc-datasets"]
@@ -71,14 +69,14 @@ def write_metadata(directory: str, name: str, manifest: dict) -> None:
         version=name,
         package=package,
         num_options=strategy.num_options,
-        shards=dataset_shards(directory, PARQUET),
+        shards=dataset_shards(files, PARQUET),
         **about,
     )
     write_json(dataset_path(directory, METADATA_FILE), croissant)
     info = tfds_dataset_info(
         name=tfds_name(options["decoys"]),
         package=package,
-        shards=dataset_shards(directory, TFRECORD),
+        shards=dataset_shards(files, TFRECORD),
         **about,
     )
     write_json(dataset_path(directory, DATASET_INFO_FILE), info)

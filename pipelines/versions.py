@@ -137,8 +137,11 @@ def describe_file(directory: str, path: str) -> dict:
     return {"path": path, **fingerprint(data), "records": record_count(path, data)}
 
 
-def inventory(directory: str) -> list[dict]:
-    return [describe_file(directory, path) for path in version_paths(directory)]
+def inventory(directory: str, described: list[dict] = ()) -> list[dict]:
+    """Every file's entry; the files in ``described`` (entries made earlier in this run, of
+    files not written since) are not read again."""
+    known = {entry["path"]: entry for entry in described}
+    return [known.get(path) or describe_file(directory, path) for path in version_paths(directory)]
 
 
 def count_problems(files: list[dict], records: dict[str, int]) -> list[str]:
@@ -169,10 +172,12 @@ def count_problems(files: list[dict], records: dict[str, int]) -> list[str]:
     return problems
 
 
-def checked_inventory(directory: str, records: dict[str, int]) -> list[dict]:
+def checked_inventory(
+    directory: str, records: dict[str, int], described: list[dict] = ()
+) -> list[dict]:
     """The version's files for its manifest, after checking them against ``records``: the
-    records written per shard name."""
-    files = inventory(directory)
+    records written per shard name. Files in ``described`` are not read again."""
+    files = inventory(directory, described)
     problems = count_problems(files, records)
     if problems:
         raise RuntimeError(

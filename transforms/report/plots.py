@@ -151,18 +151,31 @@ def skipped(statistics: dict) -> bytes:
     return png_bytes(figure)
 
 
-def dataset_plots(statistics: dict) -> dict[str, tuple[str, bytes]]:
-    """What ``generate`` writes beside the card: file name -> (caption, PNG bytes); the decoy
+# What ``generate`` writes beside the card: file name -> (caption, how it is drawn).
+DATASET_PLOTS = {
+    "decoy_similarities.png": ("Decoy similarities per split", decoy_similarities),
+    "split_sizes.png": ("Split sizes", split_sizes),
+    "skipped.png": ("Skipped captions and validity rejections", skipped),
+}
+
+
+def dataset_plot_captions(statistics: dict) -> dict[str, str]:
+    """The plots a version has (file name -> caption), without drawing them: the decoy
     similarities only when some decoy has them (edited decoys have none)."""
-    plots = {}
-    if any(split["decoys"]["sim_pv"]["count"] for split in statistics["splits"].values()):
-        plots["decoy_similarities.png"] = (
-            "Decoy similarities per split",
-            decoy_similarities(statistics),
-        )
-    plots["split_sizes.png"] = ("Split sizes", split_sizes(statistics))
-    plots["skipped.png"] = ("Skipped captions and validity rejections", skipped(statistics))
-    return plots
+    similar = any(split["decoys"]["sim_pv"]["count"] for split in statistics["splits"].values())
+    return {
+        name: caption
+        for name, (caption, _) in DATASET_PLOTS.items()
+        if similar or name != "decoy_similarities.png"
+    }
+
+
+def dataset_plots(statistics: dict) -> dict[str, tuple[str, bytes]]:
+    """File name -> (caption, PNG bytes) of the version's plots."""
+    return {
+        name: (caption, DATASET_PLOTS[name][1](statistics))
+        for name, caption in dataset_plot_captions(statistics).items()
+    }
 
 
 def _model_label(row: dict) -> str:
@@ -189,10 +202,7 @@ def accuracy(metrics: dict) -> bytes:
             color=[TEXT_COLOUR if row["input"] == "text" else IMAGE_COLOUR for row in rows],
             capsize=3,
         )
-        labels = [
-            f"{row['model']} (text)" if row["input"] == "text" else row["model"] for row in rows
-        ]
-        axis.set_yticks(positions, labels)
+        axis.set_yticks(positions, [_model_label(row) for row in rows])
         axis.axvline(100 * metrics["chance"], color="black", linestyle="--", label="chance")
         axis.set_xlim(0, 100)
         axis.set_xlabel("accuracy (%)")
