@@ -29,6 +29,9 @@ setuptools.setup(
         "google-crc32c>=1.5",  # TFRecord framing checksums for Beam's WriteToTFRecord
         "google-api-core>=2.11",  # claims on GCS: the precondition and not-found errors
         "matplotlib>=3.8",  # the dataset card's and the trainer's PNG plots
+        # the synthetic corpus's drawn pictures (dmc-make-corpus --images_dir) and dmc-features'
+        # image decoding; matplotlib requires it already
+        "pillow>=10",
         # BLEU as the strategies' invariants recompute simSURF, sharing nothing with the
         # numba kernel (transforms/strategies/invariants.py, imported beside each strategy)
         "nltk>=3.8",
