@@ -3,8 +3,8 @@
 Reads every image matching ``--images`` (local or gs://), preprocesses it as the encoder
 was trained, encodes batches with the model (loaded once per worker) and writes one Parquet
 file of (image, features), sorted by image (the file's name), the same bytes on every run
-of the same inputs. Unreadable files are skipped, counted and listed in
-``<output stem>.skipped.json``::
+of the same inputs. Unreadable files are skipped, counted and listed beside the output
+(``feats.skipped.json`` for ``feats.parquet``)::
 
     python -m pipelines.features --images 'coco/train2014/*.jpg' \\
         --model resnet152 --pretrained IMAGENET1K_V2 --output feats.parquet
@@ -134,10 +134,7 @@ COMMAND = Command(
         "writes one Parquet file of (image, features) that dmc-train --image_features reads. "
         "Unreadable images are skipped, counted and listed."
     ),
-    example=(
-        "dmc-features --images 'coco/train2014/*.jpg' --model resnet152 "
-        "--pretrained IMAGENET1K_V2 --output feats.parquet"
-    ),
+    example="dmc-features --images coco/train2014 --pretrained IMAGENET1K_V2 --output f.parquet",
     manual="docs/features.md",
 )
 

@@ -27,7 +27,7 @@ class FeaturesOptions:
     output: str = option(
         REQUIRED,
         "the Parquet file to write (columns image, features: dmc-train's --image_features); "
-        "the unreadable images are listed beside it in <output stem>.skipped.json",
+        "the unreadable images are listed beside it (feats.skipped.json for feats.parquet)",
         group=Group.IO,
     )
     encoder: str = option("torchvision", _encoders_help(), tuple(ENCODERS), group=Group.MODELS)

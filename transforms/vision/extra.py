@@ -10,12 +10,12 @@ from types import ModuleType
 
 from transforms.errors import InputError
 
-# module -> the distribution that installs it
+# module -> the distribution that installs it, and the extras a vision command needs for it
 DISTRIBUTIONS = {
-    "torch": "torch",
-    "torchvision": "torchvision",
-    "open_clip": "open_clip_torch",
-    "transformers": "transformers",
+    "torch": ("torch", "train,vision"),
+    "torchvision": ("torchvision", "vision"),
+    "open_clip": ("open_clip_torch", "vision"),
+    "transformers": ("transformers", "vision"),
 }
 
 
@@ -27,11 +27,11 @@ def vision_module(name: str, needed_by: str) -> ModuleType:
     ...
     transforms.errors.InputError: --encoder x needs nope: pip install 'dmc-datasets[vision]'
     """
-    package = DISTRIBUTIONS.get(name.split(".")[0], name)
+    package, extras = DISTRIBUTIONS.get(name.split(".")[0], (name, "vision"))
     try:
         return importlib.import_module(name)
     except ImportError as error:
-        message = f"{needed_by} needs {package}: pip install 'dmc-datasets[vision]'"
+        message = f"{needed_by} needs {package}: pip install 'dmc-datasets[{extras}]'"
         raise InputError(message) from error
     except (RuntimeError, OSError) as error:  # e.g. a CUDA torchvision beside a CPU torch
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
