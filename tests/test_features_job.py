@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import features as features_job
+from pipelines import make_corpus
 from pipelines import train as train_job
 from pipelines.options import FeaturesOptions
 from schemas.image_features import FEATURES_COLUMN, IMAGE_COLUMN
@@ -234,3 +235,30 @@ def test_no_matching_images_and_clashing_names_are_errors(tmp_path, capsys):
         (tmp_path / folder / "x.jpg").write_bytes(b"")
     assert features_job.main(["--images", str(tmp_path / "*" / "x.jpg"), *flags]) == 2
     assert "two image files are named x.jpg" in capsys.readouterr().err
+
+
+def test_images_checkpoint_and_output_on_gcs_give_the_local_bytes(tmp_path, monkeypatch):
+    """make_corpus draws into a bucket, dmc-features reads images and a save_pretrained
+    folder from it and writes there: the bytes of the same run on local files."""
+    from google.cloud import storage
+
+    from tests.gcs_emulator import PROJECT, gcs_servers
+
+    spec, _ = tiny_hf(tmp_path / "model")
+    with gcs_servers() as environment:
+        for name, value in environment.items():
+            monkeypatch.setenv(name, value)
+        bucket = storage.Client(project=PROJECT).create_bucket("dmc-features")
+        corpus = ["--output", str(tmp_path / "c.json"), "--num_images", "6"]
+        assert make_corpus.main([*corpus, "--images_dir", "gs://dmc-features/images"]) == 0
+        assert make_corpus.main([*corpus, "--images_dir", str(tmp_path / "images")]) == 0
+        for path in (tmp_path / "model").iterdir():
+            bucket.blob(f"model/{path.name}").upload_from_filename(str(path))
+        flags = ["--encoder", "hf", "--batch_size", "4"]
+        remote = ["--images", "gs://dmc-features/images", "--output", "gs://dmc-features/f.parquet"]
+        assert features_job.main([*remote, *flags, "--checkpoint", "gs://dmc-features/model"]) == 0
+        local = ["--images", str(tmp_path / "images"), "--output", str(tmp_path / "f.parquet")]
+        assert features_job.main([*local, *flags, "--checkpoint", spec.checkpoint]) == 0
+        assert bucket.blob("f.parquet").download_as_bytes() == (tmp_path / "f.parquet").read_bytes()
+        skipped = json.loads(bucket.blob("f.skipped.json").download_as_bytes())
+        assert skipped == {"unreadable": []}

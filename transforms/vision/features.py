@@ -23,7 +23,7 @@ from PIL import Image
 from schemas.image_features import FEATURES_COLUMN, IMAGE_COLUMN
 from schemas.records import SKIPPED
 from transforms.errors import InputError
-from transforms.files import read_file
+from transforms.files import read_file, storage_problem
 from transforms.progress import Progress
 from transforms.vision.encoders.base import EncoderSpec, ImageEncoder, first_line
 from transforms.vision.encoders.registry import load_encoder
@@ -115,7 +115,11 @@ class _Decode(beam.DoFn):
     def process(self, path: str):
         self._progress.advance(1)
         try:
-            picture = decode(read_file(path))
+            data = read_file(path)
+        except Exception as error:  # each filesystem raises its own: the run stops, naming it
+            raise InputError(f"{path}: cannot read it: {storage_problem(error)}") from error
+        try:
+            picture = decode(data)
         except (OSError, ValueError, Image.DecompressionBombError) as error:
             self._unreadable.inc()
             why = unreadable_reason(error)
