@@ -50,7 +50,9 @@ class HfVision(ImageEncoder):
         return cls(model, processor)
 
     def preprocess(self, picture) -> np.ndarray:
-        return self._processor(images=picture, return_tensors="np")["pixel_values"][0]
+        # "pt": the torchvision-backed processors transformers picks where torchvision loads
+        # return PyTorch tensors only
+        return self._processor(images=picture, return_tensors="pt")["pixel_values"][0].numpy()
 
     def features(self, pixels):
         if hasattr(self.model, "get_image_features"):
