@@ -29,6 +29,9 @@ setuptools.setup(
         "google-crc32c>=1.5",  # TFRecord framing checksums for Beam's WriteToTFRecord
         "google-api-core>=2.11",  # claims on GCS: the precondition and not-found errors
         "matplotlib>=3.8",  # the dataset card's and the trainer's PNG plots
+        # the synthetic corpus's drawn pictures (dmc-make-corpus --images_dir) and dmc-features'
+        # image decoding; matplotlib requires it already
+        "pillow>=10",
         # BLEU as the strategies' invariants recompute simSURF, sharing nothing with the
         # numba kernel (transforms/strategies/invariants.py, imported beside each strategy)
         "nltk>=3.8",
@@ -44,6 +47,7 @@ setuptools.setup(
             "dmc-preview = pipelines.preview:main",
             "dmc-rate = pipelines.rate:main",
             "dmc-publish = pipelines.publish:main",
+            "dmc-features = pipelines.features:main",
         ],
     },
     extras_require={
@@ -74,6 +78,22 @@ setuptools.setup(
             "mlcroissant>=1.1",
             "polars>=1",
             "duckdb>=1",
+            # the vision tests' tiny models built from configuration (tests/test_features_job.py).
+            # Not torchvision nor open_clip_torch: this machine's index serves CUDA builds of
+            # torchvision only, whose ops cannot load beside the CPU torch above; installed,
+            # such a torchvision fails ``import torchvision``, open_clip, and even
+            # ``from transformers import AutoImageProcessor``. Their tests run where they import.
+            "transformers>=5,<6",
+        ],
+        # dmc-features (image features from image files) and dmc-evaluate (zero-shot
+        # contrastive scoring): torchvision backbones, open_clip models, Hugging Face
+        # transformers vision models. torchvision releases each require one torch release:
+        # 0.28.0 is torch 2.13.0's (the train extra's); install both from the same index
+        # (e.g. PyTorch's CPU index for CPU builds) so that torchvision's ops load.
+        "vision": [
+            "torchvision==0.28.0",
+            "open_clip_torch>=3,<4",
+            "transformers>=5,<6",
         ],
         # dmc-publish: uploads a version's dataset folder to a Hugging Face Hub dataset repo
         "hub": ["huggingface_hub>=1.0"],

@@ -1,7 +1,7 @@
 """Writes the project's synthetic COCO-format corpus (see transforms/corpus/synthetic.py).
 
 python -m pipelines.make_corpus --num_images 4000 --output out/corpus/captions_synthetic.json \
-    --instances out/corpus/instances_synthetic.json
+    --instances out/corpus/instances_synthetic.json --images_dir out/corpus/images
 """
 
 import json
@@ -14,6 +14,7 @@ from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, scene_objects, write
 from transforms.errors import InputError
 from transforms.files import check_file_path, write_file
 from transforms.language.objects import CATEGORY_IDS, instances_document
+from transforms.vision.drawing import SIZE, write_images
 
 MAX_IMAGES = 660_000  # 3.3M captions at five per image: Conceptual Captions' size
 
@@ -25,7 +26,8 @@ COMMAND = Command(
         "with different templates, synonyms and omitted details (--captions_per_image keeps "
         "the first few). Image i depends only on (seed, i), so smaller corpora are prefixes "
         "of larger ones. With --instances, also "
-        "the COCO instances file of the scenes' objects (one unit box per object)."
+        "the COCO instances file of the scenes' objects (one unit box per object); with "
+        "--images_dir, a drawn picture of each scene under its file_name."
     ),
     example="dmc-make-corpus --num_images 4000 --output out/corpus/captions_synthetic.json",
     manual="docs/synthetic.md",
@@ -53,6 +55,18 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="also write the images' objects here as a COCO instances JSON (default: none)",
     )
+    parser.add_argument(
+        "--images_dir",
+        default="",
+        help="also draw each image's scene into this folder (local or gs://), named by its "
+        "file_name: what dmc-features reads (default: none)",
+    )
+    parser.add_argument(
+        "--image_size",
+        type=int,
+        default=SIZE,
+        help=f"side of the drawn pictures in pixels, 16 to 512 (default: {SIZE})",
+    )
     try:
         args, unknown = parser.parse_known_args(argv)
         refuse_unknown(unknown, known_flags(parser))
@@ -63,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         check_file_path(args.output, "--output")
         if args.instances:
             check_file_path(args.instances, "--instances")
+        if not 16 <= args.image_size <= 512:
+            raise InputError("--image_size must be between 16 and 512")
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -78,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.instances:
         write_instances(args.instances, images, args.seed)
+    if args.images_dir:
+        started = time.monotonic()
+        drawn = write_images(args.images_dir, args.seed, images, args.image_size)
+        logging.info(
+            "drew %d images into %s in %.1fs", drawn, args.images_dir, time.monotonic() - started
+        )
     return 0
 
 

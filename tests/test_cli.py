@@ -7,14 +7,25 @@ import re
 
 import pytest
 
-from pipelines import generate, make_corpus, optimize, preview, publish, rate, regenerate, train
+from pipelines import (
+    features,
+    generate,
+    make_corpus,
+    optimize,
+    preview,
+    publish,
+    rate,
+    regenerate,
+    train,
+)
 from pipelines.cli.parser import MAX_HELP_WIDTH, shown_choices
-from pipelines.options import GenerateOptions, LogOptions, TrainOptions
+from pipelines.options import FeaturesOptions, GenerateOptions, LogOptions, TrainOptions
 from schemas.options import REQUIRED
 
 ENTRY_POINTS = [
     (generate, "dmc-generate", (GenerateOptions, LogOptions)),
     (train, "dmc-train", (TrainOptions, LogOptions)),
+    (features, "dmc-features", (FeaturesOptions, LogOptions)),
 ]
 
 
@@ -66,7 +77,16 @@ def test_help_names_the_command_says_what_it_does_and_groups_its_options(
     [
         *(
             m.COMMAND
-            for m in (generate, make_corpus, optimize, preview, publish, regenerate, train)
+            for m in (
+                generate,
+                make_corpus,
+                optimize,
+                preview,
+                publish,
+                regenerate,
+                train,
+                features,
+            )
         ),
         *(rate.EXPORT, rate.IMPORT, rate.FILTER),
     ],

@@ -163,6 +163,7 @@ def test_console_scripts_run_each_entry_points_main_which_returns_the_exit_code(
         "dmc-preview",
         "dmc-rate",
         "dmc-publish",
+        "dmc-features",
     }
     for script in scripts:
         main = script.load()

@@ -1,7 +1,8 @@
 """Every option of every command, with its default and help: their one home.
 
-One module per command's options (generate, train, regenerate, preview, rate, publish, log), so a
-new option lands beside the others of its command and no module grows into a hotspot;
+One module per command's options (generate, train, features, regenerate, preview, rate,
+publish, log), so a new option lands beside the others of its command and no module grows
+into a hotspot;
 schemas/options.py holds what every option is made of, and each decoy strategy declares
 its own options beside it, which GenerateOptions takes in from the registry. The argparse
 flags and their --help groups (pipelines/cli/parser.py), the manual's option tables
@@ -9,6 +10,7 @@ flags and their --help groups (pipelines/cli/parser.py), the manual's option tab
 nothing here imports the CLI.
 """
 
+from pipelines.options.features import FeaturesOptions
 from pipelines.options.generate import GenerateOptions
 from pipelines.options.log import LogOptions
 from pipelines.options.preview import PreviewOptions
@@ -18,6 +20,7 @@ from pipelines.options.regenerate import RegenerateOptions
 from pipelines.options.train import TrainOptions
 
 __all__ = [
+    "FeaturesOptions",
     "GenerateOptions",
     "LogOptions",
     "PreviewOptions",

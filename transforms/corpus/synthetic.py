@@ -283,6 +283,7 @@ def scene(seed: int, image_index: int) -> dict:
     activity, activity_objects = _pick(rng, activities)
     place = _pick(rng, places)
     return {
+        "kind": kind,
         "nouns": singulars if count == 1 else plurals,
         "count": count,
         "determiner": determiner,

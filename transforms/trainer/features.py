@@ -51,6 +51,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
 from schemas.examples import TEXT_FEATURES, Example
+from schemas.image_features import FEATURES_COLUMN, IMAGE_COLUMN
 from schemas.layout import PARQUET, corpus_folder, shard_pattern
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.corpus.store import Corpus, load_corpus, model_path
@@ -73,7 +74,6 @@ _CLOSED_CLASS_WORDS = """
     one two three four five six seven eight nine ten many several few lots lot
 """
 CLOSED_CLASS = frozenset(_CLOSED_CLASS_WORDS.split())
-IMAGE_COLUMN, FEATURES_COLUMN = "image", "features"
 INSTANCE_COLUMNS = (
     "example_id",
     "split",
