@@ -37,6 +37,7 @@ def build_search(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list
         n_dev=options.n_dev,
         n_test=options.n_test,
         merge=options.merge_inputs,
+        images=options.images,
     )
     report = prepared["captions"] | "SearchHyperParameters" >> SearchHyperParameters(
         grid=options.search_grid(),

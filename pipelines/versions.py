@@ -67,9 +67,11 @@ ADDED_LATER = (f"{EVALUATION_DIRECTORY}/", f"{RATINGS_DIRECTORY}/")
 # Files of a version directory that are not part of the dataset the manifest lists.
 NOT_LISTED = (COMPLETE_FILE, MANIFEST_FILE, LOCK_FILE)
 # Options that say where and how fast, not what: they do not change a record.
-# --pv_model and --objects enter through their checksums, among the inputs', not their paths.
+# --pv_model, --objects and --images enter through their checksums, among the inputs', not
+# their paths.
 NO_CONTENT_OPTIONS = (
     "input",
+    "images",
     "pv_model",
     "objects",
     "output",
@@ -83,7 +85,7 @@ NO_CONTENT_OPTIONS = (
 # Options added after versions were named: each enters the name's digest only when set away
 # from its default, so a version named before it existed keeps its name. (A version's
 # content follows the code too, which the package version names only at a release.)
-NAMED_WHEN_SET = ("pv_train_sample",)
+NAMED_WHEN_SET = ("pv_train_sample", "input_format")
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 # Folders inside a version, and OUTPUT/latest (a link to one's dataset folder): a reader given
 # one of them reads the version, or the output, it lies in.

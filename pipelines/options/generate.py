@@ -16,6 +16,7 @@ from pipelines.versions import LABEL
 from schemas.options import REQUIRED, Group, below, option
 from transforms.corpus.index import IndexConfig
 from transforms.corpus.paragraph_vectors import PVConfig
+from transforms.corpus.read import AUTO, INPUT_FORMATS, LINES
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import DECOY_POOLS
 from transforms.errors import InputError
@@ -33,8 +34,8 @@ class RunOptions:
 
     input: str = option(
         REQUIRED,
-        "comma-separated COCO captions_*.json or Flickr token files (paths or globs, "
-        "read through Beam's filesystems)",
+        "comma-separated COCO captions_*.json or Flickr token files, or with --input_format "
+        "lines caption files (paths or globs, read through Beam's filesystems)",
         group=Group.IO,
     )
     output: str = option(
@@ -43,6 +44,20 @@ class RunOptions:
         "(OUTPUT/latest.txt, the OUTPUT/latest symlink to its dataset/ on a local disk, "
         "OUTPUT/README.md); "
         "through Beam's filesystems",
+        group=Group.IO,
+    )
+    input_format: str = option(
+        AUTO,
+        "auto: each --input file is COCO json or a Flickr token file, told by its first "
+        "character; lines: Multi30k's layout, one caption per line, line i of every file "
+        "describing the image on line i of --images",
+        INPUT_FORMATS,
+        group=Group.IO,
+    )
+    images: str = option(
+        "",
+        "with --input_format lines: the image list, one image file name per line (through "
+        "Beam's filesystems; its checksum, not its path, enters the version name)",
         group=Group.IO,
     )
     label: str = option(
@@ -332,6 +347,10 @@ class RunOptions:
                     f"--{flag.name} is read by --decoys {' or '.join(readers)}, not {self.decoys}"
                 )
         problems += self.strategy_options().problems()
+        if self.input_format == LINES and not self.images:
+            problems.append("--input_format lines needs --images, the image list")
+        if self.images and self.input_format != LINES:
+            problems.append("--images is read with --input_format lines only")
         if self.label and not LABEL.fullmatch(self.label):
             problems.append("--label takes letters, digits, '_' and '-', starting alphanumeric")
         if problems:

@@ -9,17 +9,29 @@ from transforms.corpus.split import AssignSplits
 
 
 class PrepareCaptions(beam.PTransform):
-    """Pipeline -> {"captions": Caption with split, "skipped": Skip}."""
+    """Pipeline -> {"captions": Caption with split, "skipped": Skip}.
+
+    ``images``: the image list of parallel caption files (``--input_format lines``), or "".
+    """
 
     def __init__(
-        self, *, inputs: list[str], seed: int, n_dev: int, n_test: int, merge: bool = False
+        self,
+        *,
+        inputs: list[str],
+        seed: int,
+        n_dev: int,
+        n_test: int,
+        merge: bool = False,
+        images: str = "",
     ):
         super().__init__()
         self._inputs, self._seed, self._n_dev, self._n_test = inputs, seed, n_dev, n_test
-        self._merge = merge
+        self._merge, self._images = merge, images
 
     def expand(self, pipeline):
-        raw = pipeline | "ReadCaptions" >> ReadCaptions(self._inputs, merge=self._merge)
+        raw = pipeline | "ReadCaptions" >> ReadCaptions(
+            self._inputs, merge=self._merge, images=self._images
+        )
         normalized = raw | "NormalizeCaptions" >> NormalizeCaptions()
         captions = normalized["captions"] | "AssignSplits" >> AssignSplits(
             seed=self._seed, n_dev=self._n_dev, n_test=self._n_test
