@@ -146,7 +146,11 @@ def test_cli_reports_too_few_images_for_the_splits(tmp_path, capsys, synthetic_c
 
 
 def test_coco_captions_in_utf8_read_intact_in_any_language():
-    captions = ["Zwei Männer schauen auf die Straße.", "L’homme d’affaires", "二人の男性が庭にいる"]
+    captions = [
+        "Zwei Männer schauen auf die Straße.",
+        "L\u2019homme d\u2019affaires",
+        "二人の男性が庭にいる",
+    ]
     document = {
         "images": [{"id": 1, "file_name": "1.jpg"}],
         "annotations": [

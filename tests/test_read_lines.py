@@ -55,11 +55,11 @@ def test_each_caption_file_is_read_in_parallel_with_the_image_list(tmp_path):
 
 
 def test_empty_lines_are_captions_and_a_byte_order_mark_is_ignored():
-    data = "\ufeffL’homme court.\n\nUn chien\u2028noir.\n".encode()
+    data = "\ufeffL\u2019homme court.\n\nUn chien\u2028noir.\n".encode()
     images = ["a.jpg", "b.jpg", "c.jpg"]
     captions = list(parse_lines(3, "captions.fr", data, images, "images.txt"))
     assert [(c.caption_id, c.caption) for c in captions] == [
-        ("a#3", "L’homme court."),
+        ("a#3", "L\u2019homme court."),
         ("b#3", ""),
         ("c#3", "Un chien\u2028noir."),
     ]
@@ -69,11 +69,11 @@ def test_empty_lines_are_captions_and_a_byte_order_mark_is_ignored():
     ("data", "message"),
     [
         (
-            "Eins.\nZwei.\nDrei.\n".encode(),
+            b"Eins.\nZwei.\nDrei.\n",
             "captions.1.de: 3 lines, but the image list images.txt has 2; line i of a caption "
             "file describes the image on line i",
         ),
-        ("Eins.\n".encode(), "captions.1.de: 1 lines, but the image list images.txt has 2"),
+        (b"Eins.\n", "captions.1.de: 1 lines, but the image list images.txt has 2"),
         ("Männer.\n".encode() + b"M\xe4nner.\n", "captions.1.de: line 2: not UTF-8 (byte 10"),
     ],
 )
@@ -100,9 +100,9 @@ def test_bad_image_lists_are_named_in_one_line(data, message):
 
 def test_a_wrong_line_count_fails_the_pipeline_naming_both_files(tmp_path):
     paths = _write(tmp_path, {"images.txt": IMAGES, "captions.1.cs": "Pes běží.\n"})
-    with pytest.raises(Exception, match=r"captions\.1\.cs: 1 lines, but the image list .*has 2"):
-        with TestPipeline() as pipeline:
-            _ = pipeline | ReadCaptions([paths["captions.1.cs"]], images=paths["images.txt"])
+    expected = r"captions\.1\.cs: 1 lines, but the image list .*has 2"
+    with pytest.raises(Exception, match=expected), TestPipeline() as pipeline:
+        _ = pipeline | ReadCaptions([paths["captions.1.cs"]], images=paths["images.txt"])
 
 
 def test_the_option_needs_its_image_list_and_the_list_needs_the_option():
