@@ -16,7 +16,7 @@ from pipelines.versions import LABEL
 from schemas.options import REQUIRED, Group, below, option
 from transforms.corpus.index import IndexConfig
 from transforms.corpus.paragraph_vectors import PVConfig
-from transforms.corpus.read import AUTO, INPUT_FORMATS, LINES
+from transforms.corpus.read import AUTO_FORMAT, INPUT_FORMATS, LINES
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import DECOY_POOLS
 from transforms.errors import InputError
@@ -47,7 +47,7 @@ class RunOptions:
         group=Group.IO,
     )
     input_format: str = option(
-        AUTO,
+        AUTO_FORMAT,
         "auto: each --input file is COCO json or a Flickr token file, told by its first "
         "character; lines: Multi30k's layout, one caption per line, line i of every file "
         "describing the image on line i of --images",

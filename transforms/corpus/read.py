@@ -32,8 +32,8 @@ from transforms.files import (
     storage_problem,
 )
 
-AUTO, LINES = "auto", "lines"
-INPUT_FORMATS = (AUTO, LINES)
+AUTO_FORMAT, LINES = "auto", "lines"
+INPUT_FORMATS = (AUTO_FORMAT, LINES)
 
 
 def expand_inputs(spec: str) -> list[str]:
