@@ -3,6 +3,8 @@
 import apache_beam as beam
 
 from schemas.records import SKIPPED
+from transforms.corpus.languages.base import Language
+from transforms.corpus.languages.registry import ENGLISH
 from transforms.corpus.normalize import NormalizeCaptions
 from transforms.corpus.read import ReadCaptions
 from transforms.corpus.split import AssignSplits
@@ -23,16 +25,17 @@ class PrepareCaptions(beam.PTransform):
         n_test: int,
         merge: bool = False,
         images: str = "",
+        language: Language = ENGLISH,
     ):
         super().__init__()
         self._inputs, self._seed, self._n_dev, self._n_test = inputs, seed, n_dev, n_test
-        self._merge, self._images = merge, images
+        self._merge, self._images, self._language = merge, images, language
 
     def expand(self, pipeline):
         raw = pipeline | "ReadCaptions" >> ReadCaptions(
             self._inputs, merge=self._merge, images=self._images
         )
-        normalized = raw | "NormalizeCaptions" >> NormalizeCaptions()
+        normalized = raw | "NormalizeCaptions" >> NormalizeCaptions(self._language)
         captions = normalized["captions"] | "AssignSplits" >> AssignSplits(
             seed=self._seed, n_dev=self._n_dev, n_test=self._n_test
         )

@@ -15,6 +15,7 @@ every file describes the same images by design.
 """
 
 import gzip
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 
@@ -248,6 +249,22 @@ def parse_lines(
             url="",
             source=path,
         )
+
+
+def caption_sample(paths: list[str], per_file: int, images: str = "") -> list[RawCaption]:
+    """The first ``per_file`` captions of each file, read in the driver: what the language
+    is told from (transforms/corpus/languages/detect.py). A COCO file is parsed whole;
+    with ``images``, the files are parallel lines (a caption file of the wrong length
+    fails here, before the run)."""
+    if images:
+        names = parse_image_list(images, read_file(images))
+        files = (
+            parse_lines(position, path, read_file(path), names, images)
+            for position, path in enumerate(paths)
+        )
+    else:
+        files = (parse_captions(path, read_file(path)) for path in paths)
+    return [caption for file in files for caption in itertools.islice(file, per_file)]
 
 
 def check_one_source(image: tuple[str, Iterable[str]]) -> str:
