@@ -36,7 +36,17 @@ _WORDS = regex.compile(rf"{_WORD}(?:['-]{_WORD})*")
 _ELIDED_WORDS = regex.compile(rf"{_WORD}(?:['-]{_WORD})*'?")
 
 # Words written with an apostrophe that is not an elision: not split (lower case, NFKC).
-FRENCH_WHOLE = frozenset({"aujourd'hui", "prud'homme", "prud'hommes", "presqu'île", "presqu'îles"})
+FRENCH_WHOLE = frozenset(
+    {
+        "aujourd'hui",
+        "prud'homme",
+        "prud'hommes",
+        "presqu'île",
+        "presqu'îles",
+        "quelqu'un",
+        "quelqu'une",
+    }
+)
 
 
 @dataclass(frozen=True)
