@@ -31,6 +31,7 @@ from transforms.corpus.normalize import NormalizeCaptions, normalize_caption
 from transforms.corpus.read import caption_sample
 from transforms.errors import InputError
 from transforms.report.card import front_matter
+from transforms.trainer.features import open_class_words
 
 COCO_VAL = os.path.join(
     os.path.dirname(__file__), "..", "..", "shared", "data", "coco", "captions_val2017.json"
@@ -266,3 +267,32 @@ def test_the_cards_yaml_names_the_language():
     statistics = {"splits": {}, "total": {"instances": 10}}
     corpus = type("Corpus", (), {"license": "cc-by-4.0", "tag": "coco"})()
     assert "language:\n- ja\n" in front_matter("", statistics, corpus, "closed_sets", {}, "ja")
+
+
+@pytest.mark.parametrize("decoys", ["switch_people", "madlibs_hard"])
+def test_english_only_strategies_refuse_another_language_in_one_line(decoys):
+    options = GenerateOptions(input="a", output="b", decoys=decoys, language="de")
+    with pytest.raises(InputError, match=f"^--decoys {decoys} .*; not --language de$"):
+        options.validate()
+    dataclasses.replace(options, language="en").validate()
+    dataclasses.replace(options, language=AUTO).validate()  # checked once resolved
+
+
+def test_madlibs_hard_with_objects_reads_any_language():
+    options = GenerateOptions(input="a", output="b", decoys="madlibs_hard", language="ja")
+    with pytest.raises(InputError, match="give --objects"):
+        options.validate()
+    dataclasses.replace(options, objects="instances.json").validate()
+    GenerateOptions(input="a", output="b", decoys="closed_sets", language="ja").validate()
+
+
+def test_auto_resolving_to_another_language_is_checked_against_the_strategy(tmp_path):
+    path = tmp_path / "captions.token"
+    path.write_text("1.jpg#0\tEin Hund läuft im Park\n", "utf-8")
+    options = GenerateOptions(input=str(path), output="out", decoys="switch_people", language=AUTO)
+    with pytest.raises(InputError, match="not --language de"):
+        with_language(options, [str(path)])
+
+
+def test_concept_words_keep_single_characters_of_other_scripts():
+    assert open_class_words("a dog s on the 犬 の beach") == {"dog", "犬", "の", "beach"}

@@ -348,6 +348,11 @@ class RunOptions:
                     f"--{flag.name} is read by --decoys {' or '.join(readers)}, not {self.decoys}"
                 )
         problems += self.strategy_options().problems()
+        needs_english = STRATEGIES[self.decoys].needs_english(self.strategy_options())
+        if needs_english and self.language not in (ENGLISH.code, AUTO):  # auto: once resolved
+            problems.append(
+                f"--decoys {self.decoys} {needs_english}; not --language {self.language}"
+            )
         if self.label and not LABEL.fullmatch(self.label):
             problems.append("--label takes letters, digits, '_' and '-', starting alphanumeric")
         if problems:
