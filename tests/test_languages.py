@@ -26,7 +26,7 @@ from transforms.corpus.languages.detect import (
     detect_language,
     resolve_language,
 )
-from transforms.corpus.languages.registry import AUTO, ENGLISH, LANGUAGES
+from transforms.corpus.languages.registry import AUTO, ENGLISH, LANGUAGES, language_table
 from transforms.corpus.normalize import NormalizeCaptions, normalize_caption
 from transforms.corpus.read import caption_sample
 from transforms.errors import InputError
@@ -296,3 +296,11 @@ def test_auto_resolving_to_another_language_is_checked_against_the_strategy(tmp_
 
 def test_concept_words_keep_single_characters_of_other_scripts():
     assert open_class_words("a dog s on the 犬 の beach") == {"dog", "犬", "の", "beach"}
+
+
+def test_the_manual_lists_every_language_as_the_registry_prints_it():
+    page = os.path.join(os.path.dirname(__file__), "..", "docs", "languages.md")
+    with open(page, encoding="utf-8") as handle:
+        assert language_table() in handle.read(), (
+            "docs/languages.md lacks python -m pipelines.cli.tables languages as printed"
+        )
