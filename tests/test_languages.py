@@ -31,6 +31,7 @@ from transforms.corpus.normalize import NormalizeCaptions, normalize_caption
 from transforms.corpus.read import caption_sample
 from transforms.errors import InputError
 from transforms.report.card import front_matter
+from transforms.report.croissant import croissant_metadata
 from transforms.trainer.features import open_class_words
 
 COCO_VAL = os.path.join(
@@ -304,3 +305,11 @@ def test_the_manual_lists_every_language_as_the_registry_prints_it():
         assert language_table() in handle.read(), (
             "docs/languages.md lacks python -m pipelines.cli.tables languages as printed"
         )
+
+
+def test_croissant_names_a_recorded_language_only():
+    shards = [{"path": "parquet/dev/dev-00000-of-00001.parquet", "bytes": 1, "sha256": "0" * 64}]
+    about = dict(name="n", version="v", package="0.1.0", description="d", license="l", citation="c")
+    metadata = croissant_metadata(**about, num_options=5, shards=shards, language="ja")
+    assert metadata["inLanguage"] == "ja"
+    assert "inLanguage" not in croissant_metadata(**about, num_options=5, shards=shards)
