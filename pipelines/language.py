@@ -15,4 +15,6 @@ def with_language(options: GenerateOptions, inputs: list[str]) -> GenerateOption
     language, reason = resolve_language(options.language, sample)
     if reason:
         logging.info(reason)
-    return dataclasses.replace(options, language=language.code)
+    resolved = dataclasses.replace(options, language=language.code)
+    resolved.validate()  # what auto chose may not suit the options (an English-only strategy)
+    return resolved

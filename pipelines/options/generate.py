@@ -367,6 +367,11 @@ class RunOptions:
             problems.append("--input_format lines needs --images, the image list")
         if self.images and self.input_format != LINES:
             problems.append("--images is read with --input_format lines only")
+        needs_english = STRATEGIES[self.decoys].needs_english(self.strategy_options())
+        if needs_english and self.language not in (ENGLISH.code, AUTO):  # auto: once resolved
+            problems.append(
+                f"--decoys {self.decoys} {needs_english}; not --language {self.language}"
+            )
         if self.label and not LABEL.fullmatch(self.label):
             problems.append("--label takes letters, digits, '_' and '-', starting alphanumeric")
         if problems:

@@ -27,6 +27,11 @@ class Language(abc.ABC):
     packages: ClassVar[tuple[str, ...]] = ()  # the modules it imports, as pip names them
     spaced: ClassVar[bool] = True  # words are separated by spaces in the written language
 
+    @property
+    @abc.abstractmethod
+    def rule(self) -> str:
+        """The rule in a few words, for the manual's table (docs/languages.md)."""
+
     @abc.abstractmethod
     def tokens(self, caption: str) -> list[str]:
         """The caption's tokens: non-empty, without whitespace."""

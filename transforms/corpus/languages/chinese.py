@@ -26,6 +26,7 @@ class Chinese(Language):
     extra: ClassVar[str | None] = "zh"
     packages: ClassVar[tuple[str, ...]] = ("jieba",)
     spaced: ClassVar[bool] = False
+    rule = "NFKC, case-folded, jieba's words without punctuation"
 
     def tokens(self, caption: str) -> list[str]:
         text = unicodedata.normalize("NFKC", caption).casefold()

@@ -12,6 +12,7 @@ _NON_LETTERS = re.compile(r"[^a-z]+")
 @dataclass(frozen=True)
 class English(Language):
     tokeniser = "ascii-letters"
+    rule = "the paper's: lowercase; every character outside a-z is a space"
 
     def tokens(self, caption: str) -> list[str]:
         """Lowercase, map every character outside a-z to a space, split.

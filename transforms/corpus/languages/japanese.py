@@ -24,6 +24,7 @@ class Japanese(Language):
     extra: ClassVar[str | None] = "ja"
     packages: ClassVar[tuple[str, ...]] = ("fugashi", "unidic-lite")
     spaced: ClassVar[bool] = False
+    rule = "NFKC, case-folded, MeCab's words (UniDic surface forms) without punctuation"
 
     def tokens(self, caption: str) -> list[str]:
         text = unicodedata.normalize("NFKC", caption).casefold()

@@ -30,3 +30,17 @@ LANGUAGES: dict[str, Language] = {
         Chinese("zh", "Chinese"),
     )
 }
+
+
+def language_table() -> str:
+    """The manual's table of languages (``python -m pipelines.cli.tables languages``)."""
+    rows = [
+        "| `--language` | language | tokeniser | extra | rule |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for code, language in LANGUAGES.items():
+        extra = f"`{language.extra}`" if language.extra else "none"
+        rows.append(
+            f"| `{code}` | {language.name} | `{language.tokeniser}` | {extra} | {language.rule} |"
+        )
+    return "\n".join(rows)

@@ -58,6 +58,15 @@ class Spaced(Language):
 
     tokeniser: ClassVar[str] = "unicode-words"
 
+    @property
+    def rule(self) -> str:
+        apostrophe = (
+            "an elision splits after its apostrophe (l' homme)"
+            if self.elision
+            else "an apostrophe inside a word stays (geht's)"
+        )
+        return f"NFKC, case-folded, Unicode words; a hyphen inside a word stays; {apostrophe}"
+
     def tokens(self, caption: str) -> list[str]:
         r"""
         >>> Spaced("de", "German").tokens("Zwei Männer, ein Fußball-Spieler: geht\u2019s?")
