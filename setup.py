@@ -6,6 +6,12 @@ Also what Dataflow's ``--setup_file`` installs on workers, so
 
 import setuptools
 
+# --language ja: MeCab through fugashi, with the UniDic dictionary unidic-lite ships
+# (pinned: the dictionary decides the tokens, so a version's words)
+JAPANESE = ["fugashi>=1.3,<2", "unidic-lite==1.0.8"]
+# --language zh: jieba with its default dictionary (pinned for the same reason)
+CHINESE = ["jieba==0.42.1"]
+
 setuptools.setup(
     name="dmc-datasets",
     version="0.1.0",
@@ -32,6 +38,10 @@ setuptools.setup(
         # BLEU as the strategies' invariants recompute simSURF, sharing nothing with the
         # numba kernel (transforms/strategies/invariants.py, imported beside each strategy)
         "nltk>=3.8",
+        # Unicode letter classes (\p{L}, \p{M}, \p{N}) for captions in languages other than
+        # English, and scripts (\p{Han}, \p{Hiragana}) for --language auto
+        # (transforms/corpus/languages/)
+        "regex>=2023.0",
     ],
     entry_points={
         # each exits with its main()'s return code; names match their --help (Command.prog).
@@ -74,7 +84,12 @@ setuptools.setup(
             "mlcroissant>=1.1",
             "polars>=1",
             "duckdb>=1",
+            # the Japanese and Chinese tokenisers' tests
+            *JAPANESE,
+            *CHINESE,
         ],
+        "ja": JAPANESE,
+        "zh": CHINESE,
         # dmc-publish: uploads a version's dataset folder to a Hugging Face Hub dataset repo
         "hub": ["huggingface_hub>=1.0"],
         # the manual under docs/ (mkdocs.yml); CI builds it with --strict so a broken link

@@ -28,6 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import Fence
 from pipelines.cli import Command
+from pipelines.language import with_language
 from pipelines.lifecycle import (
     STATISTICS_FILE,
     Produced,
@@ -81,6 +82,7 @@ def build_pipeline(
         n_dev=options.n_dev,
         n_test=options.n_test,
         merge=options.merge_inputs,
+        language=options.caption_language(),
     )
     config = dataclasses.replace(options.strategy_config(), fence=fence)
     strategy = STRATEGIES[options.decoys](config)
@@ -175,6 +177,7 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     check_location(options.output, "output")
     inputs = expand_inputs(options.input)
     check_output(options.output)
+    options = with_language(options, inputs)
     checksums = input_checksums(options, inputs)
     version = plan_version(options.output, version_name(options, checksums), force=options.force)
     if version.complete:

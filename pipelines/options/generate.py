@@ -15,6 +15,8 @@ from pipelines.options.train import TrainOptions
 from pipelines.versions import LABEL
 from schemas.options import REQUIRED, Group, below, option
 from transforms.corpus.index import IndexConfig
+from transforms.corpus.languages.base import Language
+from transforms.corpus.languages.registry import AUTO, ENGLISH, LANGUAGES
 from transforms.corpus.paragraph_vectors import PVConfig
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import DECOY_POOLS
@@ -63,6 +65,13 @@ class RunOptions:
         False,
         "let an image id occur in several input files and merge its captions (without it, "
         "that is an error naming both files)",
+        group=Group.IO,
+    )
+    language: str = option(
+        ENGLISH.code,
+        "the captions' language, whose rule tokenises them (docs/languages.md): en is the "
+        "paper's (letters a-z); auto detects it from the first captions of each input file",
+        (*LANGUAGES, AUTO),
         group=Group.IO,
     )
     n_dev: int = option(2000, "images in the dev split", group=Group.SPLITS)
@@ -221,6 +230,13 @@ class RunOptions:
             train_sample=self.pv_train_sample,
         )
 
+    def caption_language(self) -> Language:
+        """The language the captions are tokenised in, once ``auto`` was resolved
+        (``pipelines.generate.with_language``)."""
+        if self.language == AUTO:
+            raise ValueError("--language auto is resolved from the inputs before a run")
+        return LANGUAGES[self.language]
+
     def strategy_options(self) -> StrategyOptions:
         """The chosen strategy's own options, as its ``Options`` declares them."""
         own = STRATEGIES[self.decoys].Options
@@ -332,6 +348,11 @@ class RunOptions:
                     f"--{flag.name} is read by --decoys {' or '.join(readers)}, not {self.decoys}"
                 )
         problems += self.strategy_options().problems()
+        needs_english = STRATEGIES[self.decoys].needs_english(self.strategy_options())
+        if needs_english and self.language not in (ENGLISH.code, AUTO):  # auto: once resolved
+            problems.append(
+                f"--decoys {self.decoys} {needs_english}; not --language {self.language}"
+            )
         if self.label and not LABEL.fullmatch(self.label):
             problems.append("--label takes letters, digits, '_' and '-', starting alphanumeric")
         if problems:

@@ -9,6 +9,7 @@ an error naming both, unless the user asks to merge them (``--merge_inputs``).
 """
 
 import gzip
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 
@@ -176,6 +177,16 @@ def _parse_flickr(path: str, text: str) -> Iterator[RawCaption]:
             url="",
             source=path,
         )
+
+
+def caption_sample(paths: list[str], per_file: int) -> list[RawCaption]:
+    """The first ``per_file`` captions of each file, read in the driver: what the language
+    is told from (transforms/corpus/languages/detect.py). A COCO file is parsed whole."""
+    return [
+        caption
+        for path in paths
+        for caption in itertools.islice(parse_captions(path, read_file(path)), per_file)
+    ]
 
 
 def check_one_source(image: tuple[str, Iterable[str]]) -> str:
