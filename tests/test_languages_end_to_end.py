@@ -19,6 +19,7 @@ from schemas.layout import dataset_path
 from schemas.records import RawCaption
 from tests.conftest import generated
 from tests.dataset_checks import check_dataset, read_corpus
+from transforms.corpus.languages.registry import LANGUAGES
 from transforms.corpus.read import (
     LINES,
     expand_inputs,
@@ -73,6 +74,14 @@ def expected_tokens(language: str) -> dict[str, str]:
     """caption -> its tokens by hand (tests/data/languages/<language>/expected_tokens.tsv)."""
     with open(os.path.join(DATA, language, "expected_tokens.tsv"), encoding="utf-8") as handle:
         return dict(line.rstrip("\n").split("\t") for line in handle if line.strip())
+
+
+@pytest.mark.parametrize("language", list(INPUTS))
+def test_each_tokeniser_gives_the_tokens_written_by_hand(language):
+    """The unit test of the rules: tests/data/languages/<language>/expected_tokens.tsv."""
+    expected = expected_tokens(language)
+    tokens = {caption: " ".join(LANGUAGES[language].tokens(caption)) for caption in expected}
+    assert tokens == expected
 
 
 @pytest.fixture(scope="module", params=list(INPUTS))
