@@ -6,6 +6,12 @@ Also what Dataflow's ``--setup_file`` installs on workers, so
 
 import setuptools
 
+# --language ja: MeCab through fugashi, with the UniDic dictionary unidic-lite ships
+# (pinned: the dictionary decides the tokens, so a version's words)
+JAPANESE = ["fugashi>=1.3,<2", "unidic-lite==1.0.8"]
+# --language zh: jieba with its default dictionary (pinned for the same reason)
+CHINESE = ["jieba==0.42.1"]
+
 setuptools.setup(
     name="dmc-datasets",
     version="0.1.0",
@@ -35,6 +41,10 @@ setuptools.setup(
         # BLEU as the strategies' invariants recompute simSURF, sharing nothing with the
         # numba kernel (transforms/strategies/invariants.py, imported beside each strategy)
         "nltk>=3.8",
+        # Unicode letter classes (\p{L}, \p{M}, \p{N}) for captions in languages other than
+        # English, and scripts (\p{Han}, \p{Hiragana}) for --language auto
+        # (transforms/corpus/languages/)
+        "regex>=2023.0",
     ],
     entry_points={
         # each exits with its main()'s return code; names match their --help (Command.prog).
@@ -84,6 +94,9 @@ setuptools.setup(
             # such a torchvision fails ``import torchvision``, open_clip, and even
             # ``from transformers import AutoImageProcessor``. Their tests run where they import.
             "transformers>=5,<6",
+            # the Japanese and Chinese tokenisers' tests
+            *JAPANESE,
+            *CHINESE,
         ],
         # dmc-features (image features from image files) and dmc-evaluate (zero-shot
         # contrastive scoring): torchvision backbones, open_clip models, Hugging Face
@@ -95,6 +108,8 @@ setuptools.setup(
             "open_clip_torch>=3,<4",
             "transformers>=5,<6",
         ],
+        "ja": JAPANESE,
+        "zh": CHINESE,
         # dmc-publish: uploads a version's dataset folder to a Hugging Face Hub dataset repo
         "hub": ["huggingface_hub>=1.0"],
         # the manual under docs/ (mkdocs.yml); CI builds it with --strict so a broken link

@@ -28,6 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import Fence
 from pipelines.cli import Command
+from pipelines.language import with_language
 from pipelines.lifecycle import (
     STATISTICS_FILE,
     Produced,
@@ -81,6 +82,8 @@ def build_pipeline(
         n_dev=options.n_dev,
         n_test=options.n_test,
         merge=options.merge_inputs,
+        images=options.images,
+        language=options.caption_language(),
     )
     config = dataclasses.replace(options.strategy_config(), fence=fence)
     strategy = STRATEGIES[options.decoys](config)
@@ -139,12 +142,16 @@ class Generated:
 
 
 def input_checksums(options: GenerateOptions, inputs: list[str]) -> list[dict]:
-    """The sha256 of every input file, of ``--pv_model`` and of the ``--objects`` files: what
-    the version is named after."""
+    """The sha256 of every input file, of ``--images``, of ``--pv_model`` and of the
+    ``--objects`` files: what the version is named after."""
     objects = expand_inputs(options.objects) if options.objects else []
     checksums = [corpus_checksum(path) for path in inputs]
     checksums += [file_checksum(path) for path in objects]
     check_distinct_contents(checksums)
+    if options.images:
+        if not FileSystems.exists(options.images):
+            raise InputError(f"--images {options.images}: no such file")
+        checksums.append(file_checksum(options.images))
     if options.pv_model:
         if not FileSystems.exists(options.pv_model):
             raise InputError(f"--pv_model {options.pv_model}: no such file")
@@ -175,6 +182,7 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     check_location(options.output, "output")
     inputs = expand_inputs(options.input)
     check_output(options.output)
+    options = with_language(options, inputs)
     checksums = input_checksums(options, inputs)
     version = plan_version(options.output, version_name(options, checksums), force=options.force)
     if version.complete:

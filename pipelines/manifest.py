@@ -9,6 +9,9 @@ from pathlib import Path
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.versions import RECORDED_WHEN_SET
+from transforms.corpus.languages.base import Language
+from transforms.corpus.languages.registry import ENGLISH
 from transforms.corpus.synthetic import HEAD_BYTES, is_synthetic
 
 PACKAGES = ("dmc-datasets", "apache-beam", "gensim", "faiss-cpu", "numpy", "pyarrow", "numba")
@@ -22,6 +25,27 @@ def file_checksum(path: str) -> dict:
             digest.update(chunk)
             size += len(chunk)
     return {"path": path, "sha256": digest.hexdigest(), "bytes": size}
+
+
+def recorded_options(options) -> dict:
+    """Every option, but those of ``RECORDED_WHEN_SET`` only when set."""
+    defaults = {flag.name: flag.default for flag in dataclasses.fields(options)}
+    return {
+        name: value
+        for name, value in dataclasses.asdict(options).items()
+        if not (name in RECORDED_WHEN_SET and value == defaults[name])
+    }
+
+
+def language_record(language: Language) -> dict:
+    """What tokenised a version's captions: the language, its tokeniser and the versions of
+    the packages it uses (their dictionaries decide the words)."""
+    return {
+        "code": language.code,
+        "name": language.name,
+        "tokeniser": language.tokeniser,
+        "packages": {package: _version(package) for package in language.packages},
+    }
 
 
 def corpus_checksum(path: str) -> dict:
@@ -60,8 +84,10 @@ def build_manifest(
     """What was run on what; pipelines.lifecycle adds the version, time, statistics, metrics
     and files. ``search``: where the search report is and what it chose (``--optimize``), or
     None."""
+    language = options.caption_language()
     return {
-        "options": dataclasses.asdict(options),
+        "options": recorded_options(options),
+        **({} if language is ENGLISH else {"language": language_record(language)}),
         "beam_args": beam_args,
         "inputs": checksums,
         "code": {

@@ -70,6 +70,7 @@ def write_metadata(directory: str, name: str, manifest: dict, files: list[dict])
         package=package,
         num_options=strategy.num_options,
         shards=dataset_shards(files, PARQUET),
+        language=manifest.get("language", {}).get("code"),
         **about,
     )
     write_json(dataset_path(directory, METADATA_FILE), croissant)

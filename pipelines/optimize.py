@@ -18,6 +18,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.cli import Command
+from pipelines.language import with_language
 from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from transforms.corpus.prepare import PrepareCaptions
@@ -37,6 +38,8 @@ def build_search(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list
         n_dev=options.n_dev,
         n_test=options.n_test,
         merge=options.merge_inputs,
+        images=options.images,
+        language=options.caption_language(),
     )
     report = prepared["captions"] | "SearchHyperParameters" >> SearchHyperParameters(
         grid=options.search_grid(),
@@ -56,8 +59,10 @@ def build_search(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list
 def run_search(options: GenerateOptions, beam_args: list[str]) -> dict:
     """Runs the search pipeline; returns its report (also written)."""
     options.validate()
+    inputs = expand_inputs(options.input)
+    options = with_language(options, inputs)
     pipeline = local_or_given_runner(beam_args)
-    build_search(pipeline, options, expand_inputs(options.input))
+    build_search(pipeline, options, inputs)
     run_to_completion(pipeline)
     path = FileSystems.join(options.output, SEARCH_DIRECTORY, REPORT_FILE)
     return read_json(path)

@@ -42,6 +42,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.claims import LOCK_FILE, Fence
 from schemas.layout import BUILD, CARD_FILE, DATASET, MCIC, PARQUET, SHARD_NAME, TFRECORD
+from transforms.corpus.languages.registry import ENGLISH, LANGUAGES
 from transforms.corpus.split import SPLITS
 from transforms.errors import InputError
 from transforms.files import (
@@ -67,9 +68,11 @@ ADDED_LATER = (f"{EVALUATION_DIRECTORY}/", f"{RATINGS_DIRECTORY}/")
 # Files of a version directory that are not part of the dataset the manifest lists.
 NOT_LISTED = (COMPLETE_FILE, MANIFEST_FILE, LOCK_FILE)
 # Options that say where and how fast, not what: they do not change a record.
-# --pv_model and --objects enter through their checksums, among the inputs', not their paths.
+# --pv_model, --objects and --images enter through their checksums, among the inputs', not
+# their paths.
 NO_CONTENT_OPTIONS = (
     "input",
+    "images",
     "pv_model",
     "objects",
     "output",
@@ -83,7 +86,11 @@ NO_CONTENT_OPTIONS = (
 # Options added after versions were named: each enters the name's digest only when set away
 # from its default, so a version named before it existed keeps its name. (A version's
 # content follows the code too, which the package version names only at a release.)
-NAMED_WHEN_SET = ("pv_train_sample",)
+NAMED_WHEN_SET = ("pv_train_sample", "input_format", "language")
+# Options the manifest (so the card) records only when set away from their default, so a
+# default run writes the manifest it wrote before they existed: English is not named, nor
+# the default input format.
+RECORDED_WHEN_SET = ("language", "input_format", "images")
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 # Folders inside a version, and OUTPUT/latest (a link to one's dataset folder): a reader given
 # one of them reads the version, or the output, it lies in.
@@ -232,7 +239,9 @@ def content_options(options: dict) -> dict:
 
 
 def version_name(options, checksums: list[dict]) -> str:
-    """``[<label>-]<12 hex digits>`` from the content options, input checksums and package."""
+    """``[<label>-][<language>-<tokeniser>-]<12 hex digits>`` from the content options, input
+    checksums and package; English (the default) is not named: ``coco2014-<digest>``, but
+    ``multi30k-de-unicode-words-<digest>``."""
     defaults = {option.name: option.default for option in dataclasses.fields(options)}
     named = {
         name: value
@@ -245,7 +254,9 @@ def version_name(options, checksums: list[dict]) -> str:
         "package": importlib.metadata.version("dmc-datasets"),
     }
     digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode("utf-8")).hexdigest()[:12]
-    return f"{options.label}-{digest}" if options.label else digest
+    language = LANGUAGES[options.language]  # resolved: never "auto"
+    named = "" if language is ENGLISH else f"{language.code}-{language.tokeniser}"
+    return "-".join(part for part in (options.label, named, digest) if part)
 
 
 def is_complete(directory: str) -> bool:

@@ -6,6 +6,8 @@ from collections import Counter
 import pytest
 from pycocoevalcap.cider.cider import Cider
 
+from transforms.corpus.languages.registry import LANGUAGES
+from transforms.corpus.normalize import normalize_caption
 from transforms.errors import InputError
 from transforms.trainer.captioning_metrics import caption_scores, caption_tokens
 
@@ -81,8 +83,12 @@ REFERENCES = {
 HYPOTHESES = {"1": "a cat on a mat", "2": "a dog plays in the park", "3": "a man on a horse"}
 
 
-def test_preprocessing_is_the_papers():
-    assert caption_tokens("A Dog's 2 BALLS!") == ["a", "dog", "s", "balls"]
+def test_preprocessing_is_the_papers_on_the_datasets_tokens_in_any_language():
+    assert caption_tokens(" ".join(normalize_caption("A Dog's 2 BALLS!"))) == [
+        *("a", "dog", "s", "balls")
+    ]
+    japanese = normalize_caption("二人の男性が庭で", LANGUAGES["ja"])
+    assert caption_tokens(" ".join(japanese)) == ["二人", "の", "男性", "が", "庭", "で"]
     assert caption_tokens("a zebra eats", frozenset({"a", "eats"})) == ["a", "<unk>", "eats"]
     assert len(caption_tokens(" ".join(["word"] * 40))) == 30
     assert caption_tokens("a <unk> cat", frozenset({"a", "cat"})) == ["a", "<unk>", "cat"]

@@ -14,6 +14,8 @@ import sys
 import time
 
 import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
 from google.cloud import storage
 
 from pipelines.claims import LOCK_FILE
@@ -24,6 +26,8 @@ from tests.conftest import SMALL, SMALL_MCIC
 from tests.dataset_checks import check_dataset
 from tests.gcs_emulator import PROJECT, gcs_servers
 from tests.version_checks import failure_after_a_train_shard, version_files
+from transforms.corpus.read import ReadCaptions, expand_inputs, parse_image_list, parse_lines
+from transforms.files import read_file
 
 BUCKET = "dmc-test"
 
@@ -78,6 +82,27 @@ def test_generate_reads_gcs_and_writes_the_local_runs_bytes_to_gcs(
 def _error(capsys, *args: str) -> str:
     assert main(list(args)) == 2
     return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_parallel_caption_lines_and_their_image_list_read_from_gcs(gcs):
+    client, _ = gcs
+    local = pathlib.Path(__file__).parent / "data" / "languages"
+    files = ["images.txt", *(f"de/captions.{k}.de" for k in (1, 2))]
+    for name in files:
+        client.bucket(BUCKET).blob(f"lines/{name}").upload_from_filename(str(local / name))
+    images = parse_image_list("images.txt", (local / "images.txt").read_bytes())
+    expected = [
+        caption._replace(source=f"gs://{BUCKET}/lines/de/captions.{position + 1}.de")
+        for position in (0, 1)
+        for caption in parse_lines(
+            position, "local", read_file(str(local / files[position + 1])), images, "images.txt"
+        )
+    ]
+    inputs = expand_inputs(f"gs://{BUCKET}/lines/de/captions.*.de")
+    with TestPipeline() as pipeline:
+        captions = pipeline | ReadCaptions(inputs, images=f"gs://{BUCKET}/lines/images.txt")
+        assert_that(captions, equal_to(expected))
+    assert len(expected) == 160 and any("ß" in caption.caption for caption in expected)
 
 
 def test_missing_buckets_and_malformed_paths_are_named(gcs, corpus_in_bucket, capsys):

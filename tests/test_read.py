@@ -60,7 +60,7 @@ def test_flickr_token_lines():
             json.dumps({**COCO, "annotations": [{"id": 9, "image_id": 7}]}).encode(),
             "in.json: annotations[0] has no 'caption'",
         ),
-        (b'{"images": [], "annotations": ["caf\xe9"]}', "in.json: not UTF-8 (byte 35"),
+        (b'{"images": [], "annotations": ["caf\xe9"]}', "in.json: line 1: not UTF-8 (byte 35"),
         (b"1000.jpg A child\n", "in.json: line 1: expected '<image file>#<k><TAB><caption>'"),
     ],
 )
@@ -143,3 +143,25 @@ def test_cli_reports_too_few_images_for_the_splits(tmp_path, capsys, synthetic_c
     code, err = _run_cli(capsys, "--input", synthetic_corpus, "--output", str(tmp_path / "out"))
     assert code == 2
     assert "the corpus has 300 images, fewer than n_dev + n_test = 2000 + 2000" in err
+
+
+def test_coco_captions_in_utf8_read_intact_in_any_language():
+    captions = [
+        "Zwei Männer schauen auf die Straße.",
+        "L\u2019homme d\u2019affaires",
+        "二人の男性が庭にいる",
+    ]
+    document = {
+        "images": [{"id": 1, "file_name": "1.jpg"}],
+        "annotations": [
+            {"id": k, "image_id": 1, "caption": caption} for k, caption in enumerate(captions)
+        ],
+    }
+    for data in (json.dumps(document).encode(), json.dumps(document, ensure_ascii=False).encode()):
+        assert [r.caption for r in _parse(data)] == captions
+
+
+def test_flickr_captions_in_utf8_read_intact_in_any_language():
+    data = "\ufeff1.jpg#0\tŽena s deštníkem.\n1.jpg#1\t一个男人在骑自行车 。\n".encode()
+    records = _parse(data, "captions.token")
+    assert [r.caption for r in records] == ["Žena s deštníkem.", "一个男人在骑自行车 。"]

@@ -3,8 +3,8 @@
 Paste each into the docs/ page that documents its command; tests/test_options.py checks
 that every page still shows them as printed:
 
-    python -m pipelines.cli.tables [generate|train|features|regenerate|preview|publish|rate-*|log
-                                    |strategies]
+    python -m pipelines.cli.tables [generate|train|features|regenerate|preview|publish|rate-*|log]
+    python -m pipelines.cli.tables [strategies|languages]
 """
 
 import dataclasses
@@ -23,6 +23,7 @@ from pipelines.options import (
     TrainOptions,
 )
 from schemas.options import REQUIRED, shown_default
+from transforms.corpus.languages.registry import language_table
 from transforms.strategies.registry import strategy_table
 
 TABLES = {
@@ -63,6 +64,9 @@ def markdown_table(options_type: type = GenerateOptions) -> str:
     )
 
 
+# The tables that are not of options: their printers.
+LISTS = {"strategies": strategy_table, "languages": language_table}
+
 if __name__ == "__main__":
     table = sys.argv[1] if len(sys.argv) > 1 else "generate"
-    print(strategy_table() if table == "strategies" else markdown_table(TABLES[table]))
+    print(LISTS[table]() if table in LISTS else markdown_table(TABLES[table]))

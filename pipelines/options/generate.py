@@ -15,7 +15,10 @@ from pipelines.options.train import TrainOptions
 from pipelines.versions import LABEL
 from schemas.options import REQUIRED, Group, below, option
 from transforms.corpus.index import IndexConfig
+from transforms.corpus.languages.base import Language
+from transforms.corpus.languages.registry import AUTO, ENGLISH, LANGUAGES
 from transforms.corpus.paragraph_vectors import PVConfig
+from transforms.corpus.read import AUTO_FORMAT, INPUT_FORMATS, LINES
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import DECOY_POOLS
 from transforms.errors import InputError
@@ -33,8 +36,8 @@ class RunOptions:
 
     input: str = option(
         REQUIRED,
-        "comma-separated COCO captions_*.json or Flickr token files (paths or globs, "
-        "read through Beam's filesystems)",
+        "comma-separated COCO captions_*.json or Flickr token files, or with --input_format "
+        "lines caption files (paths or globs, read through Beam's filesystems)",
         group=Group.IO,
     )
     output: str = option(
@@ -43,6 +46,20 @@ class RunOptions:
         "(OUTPUT/latest.txt, the OUTPUT/latest symlink to its dataset/ on a local disk, "
         "OUTPUT/README.md); "
         "through Beam's filesystems",
+        group=Group.IO,
+    )
+    input_format: str = option(
+        AUTO_FORMAT,
+        "auto: each --input file is COCO json or a Flickr token file, told by its first "
+        "character; lines: Multi30k's layout, one caption per line, line i of every file "
+        "describing the image on line i of --images",
+        INPUT_FORMATS,
+        group=Group.IO,
+    )
+    images: str = option(
+        "",
+        "with --input_format lines: the image list, one image file name per line (through "
+        "Beam's filesystems; its checksum, not its path, enters the version name)",
         group=Group.IO,
     )
     label: str = option(
@@ -63,6 +80,13 @@ class RunOptions:
         False,
         "let an image id occur in several input files and merge its captions (without it, "
         "that is an error naming both files)",
+        group=Group.IO,
+    )
+    language: str = option(
+        ENGLISH.code,
+        "the captions' language, whose rule tokenises them (docs/languages.md): en is the "
+        "paper's (letters a-z); auto detects it from the first captions of each input file",
+        (*LANGUAGES, AUTO),
         group=Group.IO,
     )
     n_dev: int = option(2000, "images in the dev split", group=Group.SPLITS)
@@ -221,6 +245,13 @@ class RunOptions:
             train_sample=self.pv_train_sample,
         )
 
+    def caption_language(self) -> Language:
+        """The language the captions are tokenised in, once ``auto`` was resolved
+        (``pipelines.generate.with_language``)."""
+        if self.language == AUTO:
+            raise ValueError("--language auto is resolved from the inputs before a run")
+        return LANGUAGES[self.language]
+
     def strategy_options(self) -> StrategyOptions:
         """The chosen strategy's own options, as its ``Options`` declares them."""
         own = STRATEGIES[self.decoys].Options
@@ -332,6 +363,15 @@ class RunOptions:
                     f"--{flag.name} is read by --decoys {' or '.join(readers)}, not {self.decoys}"
                 )
         problems += self.strategy_options().problems()
+        if self.input_format == LINES and not self.images:
+            problems.append("--input_format lines needs --images, the image list")
+        if self.images and self.input_format != LINES:
+            problems.append("--images is read with --input_format lines only")
+        needs_english = STRATEGIES[self.decoys].needs_english(self.strategy_options())
+        if needs_english and self.language not in (ENGLISH.code, AUTO):  # auto: once resolved
+            problems.append(
+                f"--decoys {self.decoys} {needs_english}; not --language {self.language}"
+            )
         if self.label and not LABEL.fullmatch(self.label):
             problems.append("--label takes letters, digits, '_' and '-', starting alphanumeric")
         if problems:

@@ -4,32 +4,32 @@ Every similarity in the project (PV training, BLEU, de-duplication) is computed
 on the same normalised token sequence, so this is the one place it is defined.
 """
 
-import re
 from collections.abc import Iterable
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from schemas.records import SKIPPED, Caption, RawCaption, Skip, caption_order
+from transforms.corpus.languages.base import Language
+from transforms.corpus.languages.registry import ENGLISH
 from transforms.memory import packed, unpacked
 
 MAX_TOKENS = 30
 TRUNCATED = "normalize/truncated"  # the counter of captions cut to MAX_TOKENS tokens
-_NON_LETTERS = re.compile(r"[^a-z]+")
 
 
-def caption_tokens(caption: str) -> list[str]:
-    """Lowercase, map every character outside a-z to a space, split: every token.
+def caption_tokens(caption: str, language: Language = ENGLISH) -> list[str]:
+    """Every token of the caption, by its language's rule (English: the paper's).
 
     >>> caption_tokens("A man's 2 dogs, on the BEACH!")
     ['a', 'man', 's', 'dogs', 'on', 'the', 'beach']
     """
-    return _NON_LETTERS.sub(" ", caption.lower()).split()
+    return language.tokens(caption)
 
 
-def normalize_caption(caption: str) -> tuple[str, ...]:
+def normalize_caption(caption: str, language: Language = ENGLISH) -> tuple[str, ...]:
     """The caption's first 30 tokens (SPEC cuts longer captions; the run counts them)."""
-    return tuple(caption_tokens(caption)[:MAX_TOKENS])
+    return tuple(caption_tokens(caption, language)[:MAX_TOKENS])
 
 
 class NormalizeCaptions(beam.PTransform):
@@ -42,8 +42,13 @@ class NormalizeCaptions(beam.PTransform):
     ``normalize/duplicate_caption``.
     """
 
+    def __init__(self, language: Language = ENGLISH):
+        super().__init__()
+        self._language = language
+
     def expand(self, raw_captions):
-        normalized = raw_captions | "Normalize" >> beam.ParDo(_Normalize()).with_outputs(
+        normalize = _Normalize(self._language)
+        normalized = raw_captions | "Normalize" >> beam.ParDo(normalize).with_outputs(
             SKIPPED, main="captions"
         )
         deduplicated = (
@@ -58,12 +63,16 @@ class NormalizeCaptions(beam.PTransform):
 
 
 class _Normalize(beam.DoFn):
-    def __init__(self):
+    """Tokenises by ``language``, whose tokeniser (a dictionary, for some) is loaded on a
+    worker's first caption and kept by its module for the process."""
+
+    def __init__(self, language: Language):
+        self._language = language
         self._empty = Metrics.counter("normalize", "empty_caption")
         self._truncated = Metrics.counter(*TRUNCATED.split("/"))
 
     def process(self, raw: RawCaption):
-        tokens = caption_tokens(raw.caption)
+        tokens = caption_tokens(raw.caption, self._language)
         if len(tokens) > MAX_TOKENS:
             self._truncated.inc()  # kept, cut to its first MAX_TOKENS tokens
             tokens = tokens[:MAX_TOKENS]

@@ -1,14 +1,21 @@
-"""Reading caption corpora: COCO ``captions_*.json`` and Flickr token files.
+"""Reading caption corpora: COCO ``captions_*.json``, Flickr token files, and parallel lines.
+
+Two input formats (``--input_format``): ``auto``, where each file is a COCO captions file or a
+Flickr token file, told by its first character; and ``lines``, Multi30k's layout, where every
+input file holds one caption per line and line i describes the image on line i of an image list
+(``--images``).
 
 Everything goes through ``apache_beam.io.filesystems``, so local paths and
 ``gs://`` work alike; gzip-compressed files are read as such, and a UTF-8 byte
 order mark is ignored. Bad input raises :class:`InputError` naming the file and
 record; nothing is dropped silently here (empty captions are counted later,
-by normalisation). An image id belongs to one input file: one in two files is
-an error naming both, unless the user asks to merge them (``--merge_inputs``).
+by normalisation). In ``auto``, an image id belongs to one input file: one in two files is
+an error naming both, unless the user asks to merge them (``--merge_inputs``); in ``lines``,
+every file describes the same images by design.
 """
 
 import gzip
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 
@@ -25,6 +32,9 @@ from transforms.files import (
     read_file,
     storage_problem,
 )
+
+AUTO_FORMAT, LINES = "auto", "lines"
+INPUT_FORMATS = (AUTO_FORMAT, LINES)
 
 
 def expand_inputs(spec: str) -> list[str]:
@@ -88,13 +98,14 @@ def decode(path: str, data: bytes) -> str:
         except (OSError, EOFError) as error:
             raise InputError(f"{path}: a damaged gzip file ({error})") from error
     if not data.strip():
-        raise InputError(f"{path}: the file is empty: give a COCO or Flickr captions file")
+        raise InputError(f"{path}: the file is empty: give a captions file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
         raise InputError(
-            f"{path}: not UTF-8 (byte {error.start}: {data[error.start : error.start + 1]!r}); "
-            "re-encode the file as UTF-8"
+            f"{path}: line {line}: not UTF-8 (byte {error.start}: "
+            f"{data[error.start : error.start + 1]!r}); re-encode the file as UTF-8"
         ) from error
 
 
@@ -178,6 +189,84 @@ def _parse_flickr(path: str, text: str) -> Iterator[RawCaption]:
         )
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines ended by "\\n" (or "\\r\\n") only: a caption may hold a character that
+    ``str.splitlines`` breaks on (U+2028, U+0085...), which would shift every later line.
+
+    >>> split_lines("a\\u2028b\\r\\n\\nc\\n")
+    ['a\\u2028b', '', 'c']
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def image_id_of(file_name: str) -> str:
+    """An image list's file name -> its image id, the name without extension (Flickr30k's
+    ids in Multi30k: ``1000092795.jpg`` -> ``1000092795``)."""
+    return os.path.splitext(file_name)[0]
+
+
+def parse_image_list(path: str, data: bytes) -> list[str]:
+    """The image file names of ``--images``, one a line; their ids must be distinct."""
+    names = [line.strip() for line in split_lines(decode(path, data))]
+    first_line: dict[str, int] = {}
+    for number, name in enumerate(names, start=1):
+        if not name:
+            raise InputError(f"{path}: line {number}: empty; one image file name a line")
+        first = first_line.setdefault(image_id_of(name), number)
+        if first != number:
+            raise InputError(
+                f"{path}: line {number}: {name} has the image id {image_id_of(name)} of line "
+                f"{first} ({names[first - 1]}); each image once"
+            )
+    return names
+
+
+def parse_lines(
+    position: int, path: str, data: bytes, images: list[str], images_path: str
+) -> Iterator[RawCaption]:
+    """One caption file of the parallel layout: line i describes image i of ``images``.
+
+    The caption of image ``1000092795.jpg`` in the ``position``-th input file (0-based) is
+    ``1000092795#<position>``, as Flickr numbers an image's captions. An empty line is
+    kept: normalisation counts it as an empty caption.
+    """
+    captions = split_lines(decode(path, data))
+    if len(captions) != len(images):
+        raise InputError(
+            f"{path}: {len(captions)} lines, but the image list {images_path} has "
+            f"{len(images)}; line i of a caption file describes the image on line i"
+        )
+    for file_name, caption in zip(images, captions, strict=True):
+        image_id = image_id_of(file_name)
+        yield RawCaption(
+            caption_id=f"{image_id}#{position}",
+            image_id=image_id,
+            caption=caption,
+            file_name=file_name,
+            url="",
+            source=path,
+        )
+
+
+def caption_sample(paths: list[str], per_file: int, images: str = "") -> list[RawCaption]:
+    """The first ``per_file`` captions of each file, read in the driver: what the language
+    is told from (transforms/corpus/languages/detect.py). A COCO file is parsed whole;
+    with ``images``, the files are parallel lines (a caption file of the wrong length
+    fails here, before the run)."""
+    if images:
+        names = parse_image_list(images, read_file(images))
+        files = (
+            parse_lines(position, path, read_file(path), names, images)
+            for position, path in enumerate(paths)
+        )
+    else:
+        files = (parse_captions(path, read_file(path)) for path in paths)
+    return [caption for file in files for caption in itertools.islice(file, per_file)]
+
+
 def check_one_source(image: tuple[str, Iterable[str]]) -> str:
     """An image id read from two files is refused: their captions would silently merge."""
     image_id, sources = image
@@ -193,14 +282,18 @@ def check_one_source(image: tuple[str, Iterable[str]]) -> str:
 class ReadCaptions(beam.PTransform):
     """File paths -> RawCaption, one file per element so files read in parallel.
 
-    Unless ``merge``, every image id is checked to come from one file only.
+    With ``images`` (an image list), the files are parallel lines (:class:`ReadLines`);
+    otherwise COCO or Flickr files where, unless ``merge``, every image id is checked to come
+    from one file only.
     """
 
-    def __init__(self, paths: list[str], *, merge: bool = False):
+    def __init__(self, paths: list[str], *, merge: bool = False, images: str = ""):
         super().__init__()
-        self._paths, self._merge = paths, merge
+        self._paths, self._merge, self._images = paths, merge, images
 
     def expand(self, pipeline):
+        if self._images:
+            return pipeline | "ReadLines" >> ReadLines(self._paths, images=self._images)
         captions = (
             pipeline
             | "Paths" >> beam.Create(self._paths)
@@ -216,3 +309,29 @@ class ReadCaptions(beam.PTransform):
                 | "OneSourceEach" >> beam.Map(check_one_source)
             )
         return captions
+
+
+class ReadLines(beam.PTransform):
+    """Caption files of the parallel layout, each read in parallel with the image list."""
+
+    def __init__(self, paths: list[str], *, images: str):
+        super().__init__()
+        self._paths, self._images = paths, images
+
+    def expand(self, pipeline):
+        images = (
+            pipeline
+            | "ImageListPath" >> beam.Create([self._images])
+            | "ReadImageList" >> beam.Map(lambda path: parse_image_list(path, read_file(path)))
+        )
+        return (
+            pipeline
+            | "Paths" >> beam.Create(list(enumerate(self._paths)))
+            | "Read" >> beam.MapTuple(lambda position, path: (position, path, read_file(path)))
+            | "Parse"
+            >> beam.FlatMap(
+                lambda file, images, images_path: parse_lines(*file, images, images_path),
+                beam.pvalue.AsSingleton(images),
+                self._images,
+            )
+        )

@@ -18,6 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.instance import FIELDS, MCIC_OPTIONS
 from schemas.layout import CARD_FILE, PARQUET, relative_shard_pattern
+from transforms.corpus.languages.registry import ENGLISH
 from transforms.corpus.split import SPLITS
 from transforms.dataset.statistics import DECOY_MEASURES
 from transforms.report import assets
@@ -135,7 +136,12 @@ def cited(manifest: dict) -> tuple[str, ...]:
 
 
 def front_matter(
-    at: str, statistics: dict, corpus: Corpus, strategy: str, sizes: dict[str, int]
+    at: str,
+    statistics: dict,
+    corpus: Corpus,
+    strategy: str,
+    sizes: dict[str, int],
+    language: str,
 ) -> str:
     """YAML naming ``<at>parquet/<split>/*.parquet`` as each split's files; ``sizes``: each
     split's bytes (:func:`split_bytes`)."""
@@ -145,7 +151,7 @@ def front_matter(
         f"pretty_name: {_quoted(f'Multiple-choice image captions: {strategy} decoys')}",
         f"license: {_quoted(corpus.license)}",
         "language:",
-        "- en",
+        f"- {language}",
         "task_categories:",
         "- multiple-choice",
         "size_categories:",
@@ -305,6 +311,26 @@ def _inputs(manifest: dict) -> str:
     )
 
 
+def caption_language(manifest: dict) -> dict:
+    """The manifest's record of the captions' language; English (the paper's rule) is
+    recorded by nothing, as before the option existed."""
+    return manifest.get("language", {"code": ENGLISH.code, "tokeniser": ENGLISH.tokeniser})
+
+
+def _language(language: dict) -> str:
+    """The card's sentence on the captions' language, after the decoys' (none for English,
+    whose card reads as it did before --language)."""
+    if language["code"] == ENGLISH.code:
+        return ""
+    packages = ", ".join(f"{name} {version}" for name, version in language["packages"].items())
+    return (
+        f"\n\nCaptions: {language['name']} (`{language['code']}`), tokenised by "
+        f"`{language['tokeniser']}`" + (f" ({packages})" if packages else "") + ": an option's "
+        "text is its words separated by single spaces (the rule: the project's "
+        "docs/languages.md)."
+    )
+
+
 def _card(
     manifest: dict, statistics: dict, plots: dict[str, str], sizes: dict[str, int], at: str
 ) -> tuple[str, str]:
@@ -315,6 +341,7 @@ def _card(
     k = strategy.num_options
     code = manifest["code"]
     source = corpus(manifest)
+    language = caption_language(manifest)
     body = Template(assets.read("version_card.md")).substitute(
         version=manifest["version"],
         at=at,
@@ -325,6 +352,7 @@ def _card(
         chance=f"{100 / k:.0f}%",
         summary=strategy.summary,
         guarantee=strategy.guarantee or "none: text-only models may beat chance (see the audit)",
+        language=_language(language),
         text_formats=(
             f"and `{at}mcic/<split>/` (the published MCIC-COCO text format)"
             if k == MCIC_OPTIONS
@@ -351,7 +379,7 @@ def _card(
         licence=source.licence,
         citations="\n\n".join(f"```bibtex\n{entry}\n```" for entry in cited(manifest)),
     )
-    front = front_matter(at, statistics, source, strategy.name, sizes)
+    front = front_matter(at, statistics, source, strategy.name, sizes, language["code"])
     return front, body + manifest.get(CARD_SECTION, "")
 
 

@@ -99,12 +99,15 @@ def croissant_metadata(
     citation: str,
     num_options: int,
     shards: list[dict],
+    language: str | None = None,
 ) -> dict:
     """The JSON-LD of one version's dataset folder.
 
     ``version``: the version's name; ``package``: the version of the code that wrote it.
     ``shards``: the manifest's entries (``path`` relative to the dataset folder, ``bytes``,
     ``sha256``) of its Parquet shards; a split without shards has no record set.
+    ``language``: the captions' (schema.org ``inLanguage``), given for a version whose
+    manifest records one (not English: its metadata is what it was before --language).
     """
     present = {SHARD_NAME.fullmatch(entry["path"])["prefix"] for entry in shards}
     splits = [split for split in SPLITS if split in present]
@@ -119,6 +122,7 @@ def croissant_metadata(
         "version": croissant_version(package, version),
         "license": license,
         "citeAs": citation,
+        **({"inLanguage": language} if language else {}),
         "distribution": [
             *(_shard_object(entry) for entry in sorted(shards, key=lambda e: e["path"])),
             *(_split_files(split) for split in splits),

@@ -90,11 +90,19 @@ class DecoyStrategy(beam.PTransform):
     # What holds beyond the validity rules (which always do): checks of a written version.
     invariants: ClassVar[tuple[Invariant, ...]] = ()
     Options: ClassVar[type[StrategyOptions]] = StrategyOptions  # its own flags (class above)
+    # Why it needs English captions, "" when it reads any --language (docs/languages.md);
+    # RunOptions.validate refuses another language with this reason.
+    english_only: ClassVar[str] = ""
 
     def __init__(self, config: StrategyConfig):
         super().__init__()
         self.config = config
         self.corpus = SharedCorpus(Shared(), config.decoy_pool, config.index)
+
+    @classmethod
+    def needs_english(cls, options: StrategyOptions) -> str:
+        """Why, with these options, it needs English captions, or "": its ``english_only``."""
+        return cls.english_only
 
     @classmethod
     def report(cls, directory: str) -> dict:

@@ -284,6 +284,10 @@ class ForcedChoice(DecoyStrategy):
     num_options = 2
     pools = ("all",)
     references = (HODOSH2016,)
+    english_only = (
+        "builds its distractors with an English chunker and lexicons, and no option gives it "
+        "another language's"
+    )
     invariants = (constructed_by_rule,)
     task: ClassVar[Task]  # its rule, mention kind and distractor pool
 

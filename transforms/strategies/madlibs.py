@@ -218,6 +218,14 @@ class MadlibsHard(ChoosingStrategy):
     references = (YU2015,)
     invariants = (same_objects,)
     Options = MadlibsHardOptions
+    english_only = (
+        "reads the images' objects from the captions through an English lexicon: give "
+        "--objects (COCO instances files), which works in any language"
+    )
+
+    @classmethod
+    def needs_english(cls, options: MadlibsHardOptions) -> str:
+        return "" if options.objects else cls.english_only
 
     prefer = staticmethod(in_drawn_order)
 

@@ -6,31 +6,33 @@ tokenizer is not used). Its "CIDEr" is CIDEr-D (tf-idf n-grams 1-4, the
 document frequencies taken from the references of the images evaluated, a
 Gaussian length penalty with sigma 6, clipped counts, times 10), a corpus-level
 number; ROUGE-L is the LCS F-measure (beta 1.2) against the best-matching
-reference, averaged over images. Hypotheses and references are preprocessed
-as the paper's section 5.1 says: letters only, lowercase, whitespace tokens
-(the project's caption normalisation), words outside the model's vocabulary
-``<unk>``, the first 30 tokens.
+reference, averaged over images. Hypotheses and references are the dataset's
+tokens, as the paper's section 5.1 preprocesses them: the captions were normalised
+when the dataset was generated (English: letters only, lowercase; another
+--language: its words, docs/languages.md), so their tokens are split on spaces, words
+outside the model's vocabulary are ``<unk>``, and the first 30 tokens count.
 """
 
 import numpy as np
 from pycocoevalcap.cider.cider import Cider
 from pycocoevalcap.rouge.rouge import Rouge
 
-from transforms.corpus.normalize import normalize_caption
+from transforms.corpus.normalize import MAX_TOKENS
 from transforms.errors import InputError
 
 UNKNOWN = "<unk>"
 
 
 def caption_tokens(text: str, vocabulary: frozenset[str] | None = None) -> list[str]:
-    """The paper's preprocessing of a hypothesis or reference.
+    """The tokens of a normalised hypothesis or reference, in any language (re-normalising
+    by the English rule would erase a Japanese caption).
 
-    >>> caption_tokens("A dog's 2 BALLS!", frozenset({"a", "dog", "balls"}))
+    >>> caption_tokens("a dog s balls", frozenset({"a", "dog", "balls"}))
     ['a', 'dog', '<unk>', 'balls']
     """
     return [
         token if vocabulary is None or token in vocabulary else UNKNOWN
-        for token in normalize_caption(text)
+        for token in text.split()[:MAX_TOKENS]
     ]
 
 

@@ -98,7 +98,14 @@ def random_projection(size: int, dim: int, seed: int, salt: str) -> np.ndarray:
 
 
 def open_class_words(text: str) -> set[str]:
-    return {word for word in text.split() if word not in CLOSED_CLASS and len(word) > 1}
+    """The caption's (its tokens') words outside :data:`CLOSED_CLASS`, English's; single
+    letters a-z (English's "a", the "s" of "man's") are not words, but a single Japanese or
+    Chinese character often is (犬, dog)."""
+    return {
+        word
+        for word in text.split()
+        if word not in CLOSED_CLASS and (len(word) > 1 or not word.isascii())
+    }
 
 
 def singular(word: str, known: Iterable[str]) -> str:
