@@ -24,13 +24,25 @@ def _requirement_names(requirements: list[str]) -> set[str]:
 
 
 def _setup_arguments() -> dict:
+    """setup()'s arguments, read without running setup.py: literals and the module's named
+    requirement lists (``JAPANESE = [...]``) they spread in."""
+    module = ast.parse((ROOT / "setup.py").read_text())
+    named = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in module.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
     call = next(
         node
-        for node in ast.walk(ast.parse((ROOT / "setup.py").read_text()))
+        for node in ast.walk(module)
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "setup"
     )
     wanted = ("install_requires", "extras_require", "entry_points", "package_data")
-    return {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg in wanted}
+    return {
+        k.arg: eval(compile(ast.Expression(k.value), "setup.py", "eval"), {}, named)
+        for k in call.keywords
+        if k.arg in wanted
+    }
 
 
 def _imported_modules() -> set[str]:
