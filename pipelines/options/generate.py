@@ -247,7 +247,7 @@ class RunOptions:
 
     def caption_language(self) -> Language:
         """The language the captions are tokenised in, once ``auto`` was resolved
-        (``pipelines.generate.with_language``)."""
+        (``pipelines.language.with_language``)."""
         if self.language == AUTO:
             raise ValueError("--language auto is resolved from the inputs before a run")
         return LANGUAGES[self.language]
