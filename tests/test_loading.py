@@ -304,6 +304,13 @@ def test_the_licence_and_citations_follow_the_input(two_versions):
     assert "@inproceedings{lin2014coco" in version_card(
         coco, statistics(latest), {}, {split: 0 for split in SPLITS}
     )
+    # Flickr token files, and another language's captions, are not COCO's: not cited as such
+    flickr = {**coco, "inputs": [{**coco["inputs"][0], "path": "/data/results_20130124.token"}]}
+    german = {**coco, "language": {"code": "de"}}
+    for other in (flickr, german):
+        assert corpus(other).license == "cc-by-4.0" and corpus(other).tag != "coco"
+        card = version_card(other, statistics(latest), {}, {split: 0 for split in SPLITS})
+        assert "lin2014coco" not in card and "COCO's captions" not in card
     real = pathlib.Path(__file__).resolve().parents[2] / "shared/data/coco/captions_val2017.json"
     if real.exists():  # COCO's own file is not the synthetic corpus
         with open(real, "rb") as handle:

@@ -89,6 +89,9 @@ def split_bytes(dataset_directory: str) -> dict[str, int]:
     return sizes
 
 
+COCO_SUFFIXES = (".json", ".json.gz")  # COCO captions files
+
+
 @dataclass(frozen=True)
 class Corpus:
     """What the card says of the input captions: licence, tags and the papers to cite."""
@@ -101,8 +104,10 @@ class Corpus:
 
 def corpus(manifest: dict) -> Corpus:
     """The project's synthetic corpus (every input marked so: ``pipelines.manifest``) is the
-    project's own text, neither COCO's nor under ``--captions_license``; any other input is
-    taken to be COCO-style captions under ``--captions_license``."""
+    project's own text, neither COCO's nor under ``--captions_license``. English captions in
+    COCO json files are taken to be COCO's (its licence and papers); any other input (Flickr
+    token files, caption lines, another language's captions of COCO's images) is a corpus
+    the run cannot name, under ``--captions_license``, its papers the user's to add."""
     inputs = [entry for entry in manifest["inputs"] if "synthetic" in entry]
     if inputs and all(entry["synthetic"] for entry in inputs):
         return Corpus(
@@ -116,15 +121,28 @@ def corpus(manifest: dict) -> Corpus:
             ),
             citations=(),
         )
+    license = manifest["options"]["captions_license"]
+    english = manifest.get("language", {}).get("code", "en") == "en"
+    if english and all(entry["path"].endswith(COCO_SUFFIXES) for entry in inputs):
+        return Corpus(
+            license=license,
+            tag="coco",
+            licence=(
+                f"The captions are the input corpus's, under its licence: `{license}` (COCO's "
+                "captions: CC BY 4.0). Images are not part of this dataset; COCO's images carry "
+                "their own Flickr licences."
+            ),
+            citations=COCO_CITED,
+        )
     return Corpus(
-        license=manifest["options"]["captions_license"],
-        tag="coco",
+        license=license,
+        tag="image-captions",
         licence=(
-            "The captions are the input corpus's, under its licence: "
-            f"`{manifest['options']['captions_license']}` (COCO's captions: CC BY 4.0). Images "
-            "are not part of this dataset; COCO's images carry their own Flickr licences."
+            f"The captions are the input corpus's, under its licence: `{license}` "
+            "(`--captions_license`). Images are not part of this dataset and carry their own "
+            "licences. Cite the corpus's own papers beside those below."
         ),
-        citations=COCO_CITED,
+        citations=(),
     )
 
 
