@@ -41,6 +41,7 @@ setuptools.setup(
         "console_scripts": [
             "dmc-generate = pipelines.generate:main",
             "dmc-train = pipelines.train:main",
+            "dmc-evaluate = pipelines.evaluate:main",
             "dmc-regenerate = pipelines.regenerate:main",
             "dmc-optimize = pipelines.optimize:main",
             "dmc-make-corpus = pipelines.make_corpus:main",

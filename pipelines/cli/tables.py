@@ -3,13 +3,15 @@
 Paste each into the docs/ page that documents its command; tests/test_options.py checks
 that every page still shows them as printed:
 
-    python -m pipelines.cli.tables [generate|train|regenerate|preview|publish|rate-*|log|strategies]
+    python -m pipelines.cli.tables \
+        [generate|train|evaluate|regenerate|preview|publish|rate-*|log|strategies]
 """
 
 import dataclasses
 import sys
 
 from pipelines.options import (
+    EvaluateOptions,
     GenerateOptions,
     LogOptions,
     PreviewOptions,
@@ -26,6 +28,7 @@ from transforms.strategies.registry import strategy_table
 TABLES = {
     "generate": GenerateOptions,
     "train": TrainOptions,
+    "evaluate": EvaluateOptions,
     "regenerate": RegenerateOptions,
     "preview": PreviewOptions,
     "publish": PublishOptions,

@@ -900,6 +900,7 @@ def closed_option_sets(dataset: WrittenDataset) -> None:
 
 class ClosedSets(DecoyStrategy):
     name = "closed_sets"
+    answered_in_sets = True
     summary = (
         "sets of 5 mutually close captions of 5 images within a split; each member is the target "
         "of one instance, the other 4 its decoys"
