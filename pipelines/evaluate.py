@@ -10,7 +10,8 @@ score. Run per strategy on one image set, it compares decoy families as SugarCre
     python -m pipelines.evaluate --dataset out/mcic-coco --images /data/coco/val2014 \\
         --model ViT-B-32 --pretrained laion2b_s34b_b79k --output out/eval-coco
 
-Needs the ``vision`` extra. On Dataflow (the workers need the extra too)::
+Needs the ``vision`` extra. On Dataflow (workers get the extra through a requirements
+file the run writes, as the trainer's)::
 
     python -m pipelines.evaluate --dataset gs://BUCKET/mcic-coco --images gs://BUCKET/val2014 \\
         --model ViT-B-32 --pretrained laion2b_s34b_b79k --output gs://BUCKET/eval \\
@@ -30,6 +31,7 @@ from pipelines.cli import Command
 from pipelines.lifecycle import STATISTICS_FILE
 from pipelines.options import EvaluateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
+from pipelines.train import worker_requirements
 from pipelines.versions import completed_dataset, read_manifest
 from schemas.layout import dataset_path
 from transforms.files import check_location, check_writable, read_json, write_file, write_json
@@ -40,6 +42,7 @@ from transforms.trainer.metrics import EVALUATION_SPLITS
 from transforms.vision.evaluation import evaluation_metrics, evaluation_table
 from transforms.vision.zero_shot import ScoreInstances, SharedModel, WriteScores
 
+VISION = "vision"  # the extra Dataflow workers install (through --requirements_file)
 SCORES_FILE = "scores.parquet"
 METRICS_FILE = "metrics.json"
 TABLE_FILE = "table.txt"
@@ -67,7 +70,7 @@ def run(options: EvaluateOptions, beam_args: list[str] | None = None) -> dict:
     check_writable(options.output)
     strategy = read_manifest(dataset)["options"]["decoys"]
     audit = read_json(dataset_path(dataset, STATISTICS_FILE)).get("text_only_audit", {})
-    pipeline = local_or_given_runner(beam_args or [])
+    pipeline = local_or_given_runner(worker_requirements(beam_args or [], extra=VISION))
     build_pipeline(pipeline, options, dataset)
     counters = run_to_completion(pipeline)
     with FileSystems.open(FileSystems.join(options.output, SCORES_FILE)) as handle:

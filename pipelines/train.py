@@ -94,18 +94,19 @@ def build_pipeline(pipeline: beam.Pipeline, options: TrainOptions, dataset: str)
     )
 
 
-def worker_requirements(beam_args: list[str]) -> list[str]:
+def worker_requirements(beam_args: list[str], extra: str = "train") -> list[str]:
     """With ``--setup_file`` (workers install the package without extras), a requirements
-    file of the train extra, read from the installed package's metadata, that workers install
-    from the package index (``--requirements_cache skip``: nothing is downloaded here)."""
+    file of the ``extra`` (dmc-evaluate's: vision), read from the installed package's
+    metadata, that workers install from the package index (``--requirements_cache skip``:
+    nothing is downloaded here)."""
     if "--setup_file" not in beam_args or "--requirements_file" in beam_args:
         return beam_args
     extra = [
         requirement.split(";")[0].strip()
         for requirement in importlib.metadata.requires(DISTRIBUTION) or []
-        if 'extra == "train"' in requirement
+        if f'extra == "{extra}"' in requirement
     ]
-    with tempfile.NamedTemporaryFile("w", suffix="-train.txt", delete=False) as handle:
+    with tempfile.NamedTemporaryFile("w", suffix=f"-{extra}.txt", delete=False) as handle:
         handle.write("\n".join(extra) + "\n")
     return [*beam_args, "--requirements_file", handle.name, "--requirements_cache", "skip"]
 

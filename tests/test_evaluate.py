@@ -17,9 +17,12 @@ from pipelines.options import EvaluateOptions, GenerateOptions
 from schemas.layout import PARQUET, shard_pattern
 from tests.conftest import SMALL, generated
 from transforms.corpus.split import SPLITS
+from transforms.errors import InputError
 from transforms.files import list_files
 from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.metrics import EVALUATION_SPLITS, binomial_std
+from transforms.vision.contrastive.base import ModelSpec, require
+from transforms.vision.contrastive.open_clip_model import model_source
 from transforms.vision.drawing import write_images
 
 transformers = pytest.importorskip("transformers")
@@ -270,3 +273,16 @@ def test_fine_tuned_clip_beats_chance(synthetic_corpus, tmp_path_factory, evalua
     result, chance = model_row(metrics)["test"], metrics["chance"]
     bound = CHANCE_DEVIATIONS * binomial_std(round(chance * result["total"]), result["total"])
     assert result["accuracy"] > chance + bound, result
+
+
+def test_a_missing_package_is_one_line_naming_the_extra():
+    with pytest.raises(InputError, match=r"dmc-datasets\[vision\]") as raised:
+        require("dmc_no_such_package")
+    assert "\n" not in str(raised.value)
+
+
+def test_the_open_clip_source_follows_the_checkpoint(tmp_path):
+    folder = ModelSpec("open_clip", checkpoint=str(tmp_path))
+    assert model_source(folder) == (f"local-dir:{tmp_path}", None)
+    with pytest.raises(InputError, match="--model"):
+        model_source(ModelSpec("open_clip", checkpoint=str(tmp_path / "weights.pt")))

@@ -90,8 +90,8 @@ def evaluation_table(metrics: dict) -> str:
     lines.append(metrics_table(metrics))
     for split, margin in metrics["image_margin"].items():
         lines.append(
-            f"image margin {split}: {100 * margin['margin']:+.1f} points over the best "
-            f"text-only row ({margin['best_text_only']})"
+            f"image margin {split}: {100 * margin['margin']:+.1f} points (accuracy minus the "
+            f"best text-only row's, {margin['best_text_only']})"
         )
     sets = set_table(metrics)
     if sets:

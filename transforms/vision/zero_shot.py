@@ -8,7 +8,8 @@ unreadable is kept in the scores with ``image_found`` false and counted
 (``evaluate/image_missing``, ``evaluate/image_unreadable``): never silently dropped.
 
 The model is loaded once per worker process (a shared handle); instances are scored in
-batches, each independently of the others, so results do not depend on batching.
+batches, each independently of the others in its batch (answers do not depend on how
+instances are batched, scores only up to float rounding), and written in a fixed order.
 """
 
 import io
@@ -171,7 +172,7 @@ class ScoreInstances(beam.PTransform):
 
 
 def write_scores(rows: Iterable[dict], path: str) -> str:
-    """One Parquet file, rows by (split, example id): the same bytes whatever the batching."""
+    """One Parquet file, rows by (split, example id), whatever order they arrived in."""
     ordered = sorted(rows, key=lambda row: (row["split"], row["example_id"]))
     buffer = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(ordered, schema=SCORES_SCHEMA), buffer)
