@@ -104,10 +104,8 @@ COMMAND = Command(
         "text-only audit rows, the image margin and, for closed sets, the set score; "
         "scores.parquet, metrics.json, table.txt and accuracy.png go to --output."
     ),
-    example=(
-        "dmc-evaluate --dataset out/mcic-coco --images /data/coco/val2014 "
-        "--model ViT-B-32 --pretrained laion2b_s34b_b79k --output out/eval-coco"
-    ),
+    example="dmc-evaluate --dataset out --images val2014 --model ViT-B-32 --pretrained openai "
+    "--output eval",
     manual="docs/evaluate.md",
 )
 
