@@ -125,7 +125,7 @@ class ScoreSets(beam.PTransform):
             | "Batch" >> beam.BatchElements(min_batch_size=256, max_batch_size=2048)
             | "Score" >> beam.FlatMap(set_outcomes, models=beam.pvalue.AsList(self._models))
             | "PerSet" >> beam.CombinePerKey(all)
-            | "Count" >> beam.Map(lambda keyed: (keyed[0][:2], (int(keyed[1]), 1)))
+            | "Count" >> beam.Map(lambda keyed: ((keyed[0][0], keyed[0][1]), (int(keyed[1]), 1)))
             | "Sum" >> beam.CombinePerKey(add_counts)
         )
 
