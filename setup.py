@@ -78,6 +78,8 @@ setuptools.setup(
             "mlcroissant>=1.1",
             "polars>=1",
             "duckdb>=1",
+            # tests/test_evaluate.py builds a tiny CLIP with transformers (no weights fetched)
+            "transformers>=4.40",
         ],
         # dmc-publish: uploads a version's dataset folder to a Hugging Face Hub dataset repo
         "hub": ["huggingface_hub>=1.0"],
