@@ -51,6 +51,7 @@ setuptools.setup(
         "console_scripts": [
             "dmc-generate = pipelines.generate:main",
             "dmc-train = pipelines.train:main",
+            "dmc-evaluate = pipelines.evaluate:main",
             "dmc-regenerate = pipelines.regenerate:main",
             "dmc-optimize = pipelines.optimize:main",
             "dmc-make-corpus = pipelines.make_corpus:main",
@@ -88,7 +89,8 @@ setuptools.setup(
             "mlcroissant>=1.1",
             "polars>=1",
             "duckdb>=1",
-            # the vision tests' tiny models built from configuration (tests/test_features_job.py).
+            # the vision tests' tiny models built from configuration (tests/test_features_job.py,
+            # tests/test_evaluate.py's tiny CLIP).
             # Not torchvision nor open_clip_torch: this machine's index serves CUDA builds of
             # torchvision only, whose ops cannot load beside the CPU torch above; installed,
             # such a torchvision fails ``import torchvision``, open_clip, and even

@@ -32,7 +32,7 @@ from apache_beam.utils.shared import Shared
 from pipelines.cli import Command
 from pipelines.options import TrainOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
-from pipelines.versions import completed_dataset
+from pipelines.versions import completed_dataset, read_manifest
 from transforms.corpus.split import SPLITS
 from transforms.files import (
     check_location,
@@ -43,19 +43,21 @@ from transforms.files import (
     write_json,
 )
 from transforms.report.plots import accuracy
+from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.features import (
     BuildExamples,
     ReadInstances,
     SharedFeatureSpace,
     read_num_options,
 )
-from transforms.trainer.metrics import captioning_table, metrics_table
+from transforms.trainer.metrics import captioning_table, metrics_table, set_table
 from transforms.trainer.registry import require_train_extra, run_fitters
 from transforms.trainer.stages import (
     EXAMPLES_DIRECTORY,
     CaptionImages,
     Evaluate,
     FitModels,
+    ScoreSets,
     WriteMetrics,
 )
 
@@ -78,35 +80,42 @@ def build_pipeline(pipeline: beam.Pipeline, options: TrainOptions, dataset: str)
     captioning = examples | "CaptionImages" >> CaptionImages(
         models=models, space=space, config=config, output=options.output
     )
+    if STRATEGIES[read_manifest(dataset)["options"]["decoys"]].answered_in_sets:
+        sets = examples | "ScoreSets" >> ScoreSets(models=models)
+    else:
+        sets = pipeline | "NoSets" >> beam.Create([])
     _ = counts | "WriteMetrics" >> WriteMetrics(
         models=models,
         captioning=captioning,
+        sets=sets,
         order=list(run_fitters(config)),
         path=FileSystems.join(options.output, METRICS_FILE),
         num_options=num_options,
     )
 
 
-def worker_requirements(beam_args: list[str]) -> list[str]:
+def worker_requirements(beam_args: list[str], extra: str = "train") -> list[str]:
     """With ``--setup_file`` (workers install the package without extras), a requirements
-    file of the train extra, read from the installed package's metadata, that workers install
-    from the package index (``--requirements_cache skip``: nothing is downloaded here)."""
+    file of the ``extra`` (dmc-evaluate's: vision), read from the installed package's
+    metadata, that workers install from the package index (``--requirements_cache skip``:
+    nothing is downloaded here)."""
     if "--setup_file" not in beam_args or "--requirements_file" in beam_args:
         return beam_args
     extra = [
         requirement.split(";")[0].strip()
         for requirement in importlib.metadata.requires(DISTRIBUTION) or []
-        if 'extra == "train"' in requirement
+        if f'extra == "{extra}"' in requirement
     ]
-    with tempfile.NamedTemporaryFile("w", suffix="-train.txt", delete=False) as handle:
+    with tempfile.NamedTemporaryFile("w", suffix=f"-{extra}.txt", delete=False) as handle:
         handle.write("\n".join(extra) + "\n")
     return [*beam_args, "--requirements_file", handle.name, "--requirements_cache", "skip"]
 
 
 def report(metrics: dict) -> str:
-    """Table 3, then Tables 4-5's captioning columns when a model captions."""
-    captioning = captioning_table(metrics)
-    return metrics_table(metrics) + (f"\n\n{captioning}" if captioning else "")
+    """Table 3, then Tables 4-5's captioning columns when a model captions, then the set
+    score on closed sets."""
+    tables = [metrics_table(metrics), captioning_table(metrics), set_table(metrics)]
+    return "\n\n".join(table for table in tables if table)
 
 
 def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:

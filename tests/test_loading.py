@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from pipelines.generate import run
+from pipelines.manifest import language_record
 from pipelines.options import GenerateOptions
 from schemas.instance import FIELDS
 from schemas.layout import FEATURE_SPEC_FILE, PARQUET, TFRECORD, dataset_path, shard_pattern
@@ -27,6 +28,7 @@ from schemas.tf_example import tfrecord_feature_spec
 from tests.conftest import SMALL
 from tests.dataset_checks import SPLITS, read_parquet
 from tests.tfrecord_reader import parse_example, read_records
+from transforms.corpus.languages.registry import LANGUAGES
 from transforms.corpus.synthetic import HEAD_BYTES, is_synthetic
 from transforms.report.card import CARD_SECTION, corpus, root_card, size_category, version_card
 from transforms.strategies.registry import STRATEGIES
@@ -306,7 +308,7 @@ def test_the_licence_and_citations_follow_the_input(two_versions):
     )
     # Flickr token files, and another language's captions, are not COCO's: not cited as such
     flickr = {**coco, "inputs": [{**coco["inputs"][0], "path": "/data/results_20130124.token"}]}
-    german = {**coco, "language": {"code": "de"}}
+    german = {**coco, "language": language_record(LANGUAGES["de"])}
     for other in (flickr, german):
         assert corpus(other).license == "cc-by-4.0" and corpus(other).tag != "coco"
         card = version_card(other, statistics(latest), {}, {split: 0 for split in SPLITS})

@@ -169,6 +169,7 @@ def test_console_scripts_run_each_entry_points_main_which_returns_the_exit_code(
     assert {script.name for script in scripts} == {
         "dmc-generate",
         "dmc-train",
+        "dmc-evaluate",
         "dmc-regenerate",
         "dmc-optimize",
         "dmc-make-corpus",

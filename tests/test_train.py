@@ -398,3 +398,19 @@ def test_a_version_mixing_numbers_of_options_is_an_error_naming_the_file(mcic_da
     config = GenerateOptions(input="", output=version).audit_config(version)
     with pytest.raises(InputError, match=f"^{re.escape(shard)}: instance"):
         audit_dataset(version, config)
+
+
+def test_closed_sets_report_a_set_score_no_text_only_row_can_earn(closed_sets_dataset, tmp_path):
+    """A text-only function picks the same text in a set's five instances, so it is right on
+    exactly one of them: its set score is 0 however good the model."""
+    dataset, _ = closed_sets_dataset
+    output = str(tmp_path / "train")
+    results = train(dataset, output, epochs=1, vec2seq_epochs=1)
+    for name, row in results.items():
+        for split in ("dev", "test"):
+            sets = row["sets"][split]
+            assert sets["total"] * 5 == row[split]["total"], name
+            if row["input"] == "text":
+                assert sets["correct"] == 0, name
+    with open(os.path.join(output, "table.txt"), encoding="utf-8") as handle:
+        assert "set score" in handle.read()

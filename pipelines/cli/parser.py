@@ -182,19 +182,27 @@ def refuse_unknown(unknown: list[str], known: Iterable[str]) -> None:
 def flags_parser(command: Command | None, *options_types: type) -> StrictParser:
     """The parser of ``options_types``' flags; with ``command``, its --help for users.
 
-    The usage line names the required flags only: listing all forty would hide them.
+    The usage line names the required flags only: listing all forty would hide them; it
+    wraps at the help's width.
     """
     if command is None:
         parser = StrictParser()
     else:
-        required = " ".join(
+        parts = [
             f"--{option.name} {option.name.upper()}"
             for options_type in options_types
             for option in dataclasses.fields(options_type)
             if option.default is REQUIRED
+        ]
+        parts += ["[option ...]", *(["[Beam pipeline option ...]"] if command.beam else [])]
+        lines = textwrap.wrap(  # a part is never split: its spaces are NUL while wrapping
+            " ".join([command.prog, *(part.replace(" ", "\0") for part in parts)]),
+            MAX_HELP_WIDTH - len("usage: "),
+            break_long_words=False,
+            break_on_hyphens=False,
         )
-        beam = " [Beam pipeline option ...]" if command.beam else ""
-        parser = command.parser(f"%(prog)s {required} [option ...]{beam}")
+        usage = "\n       ".join(lines).replace("\0", " ").replace(command.prog, "%(prog)s", 1)
+        parser = command.parser(usage)
     add_arguments(parser, *options_types)
     return parser
 

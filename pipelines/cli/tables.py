@@ -3,7 +3,8 @@
 Paste each into the docs/ page that documents its command; tests/test_options.py checks
 that every page still shows them as printed:
 
-    python -m pipelines.cli.tables [generate|train|features|regenerate|preview|publish|rate-*|log]
+    python -m pipelines.cli.tables \
+        [generate|train|features|evaluate|regenerate|preview|publish|rate-*|log]
     python -m pipelines.cli.tables [strategies|languages]
 """
 
@@ -11,6 +12,7 @@ import dataclasses
 import sys
 
 from pipelines.options import (
+    EvaluateOptions,
     FeaturesOptions,
     GenerateOptions,
     LogOptions,
@@ -30,6 +32,7 @@ TABLES = {
     "generate": GenerateOptions,
     "train": TrainOptions,
     "features": FeaturesOptions,
+    "evaluate": EvaluateOptions,
     "regenerate": RegenerateOptions,
     "preview": PreviewOptions,
     "publish": PublishOptions,

@@ -186,7 +186,8 @@ def accuracy(metrics: dict) -> bytes:
     """Accuracy per model and split with one-standard-deviation error bars; chance dashed.
 
     Text-only rows are drawn in their own colour and marked "(text)": anything they get
-    above chance is solvable without the image.
+    above chance is solvable without the image. With an ``image_margin`` (dmc-evaluate), each
+    split's title gives it.
     """
     models = metrics["models"]
     splits = [split for split in ("dev", "test") if any(split in row for row in models)]
@@ -206,6 +207,10 @@ def accuracy(metrics: dict) -> bytes:
         axis.axvline(100 * metrics["chance"], color="black", linestyle="--", label="chance")
         axis.set_xlim(0, 100)
         axis.set_xlabel("accuracy (%)")
-        axis.set_title(f"{split}: text-only rows red, image models blue")
+        margin = metrics.get("image_margin", {}).get(split)  # dmc-evaluate's
+        title = f"{split}: text-only rows red, image models blue"
+        if margin:
+            title += f"\nimage margin {100 * margin['margin']:+.1f} points"
+        axis.set_title(title)
         axis.legend(fontsize="small", loc="lower right")
     return png_bytes(figure)

@@ -87,6 +87,8 @@ class DecoyStrategy(beam.PTransform):
     limitations: ClassVar[str]  # what a user of its datasets must know (the dataset card)
     references: ClassVar[tuple[str, ...]] = ()  # BibTeX of the papers it follows (for the card)
     filterable: ClassVar[bool] = False  # --adversarial_rounds may swap its decoys (5 options only)
+    # its instances come in sets that share their options (closed sets): a set score applies
+    answered_in_sets: ClassVar[bool] = False
     # What holds beyond the validity rules (which always do): checks of a written version.
     invariants: ClassVar[tuple[Invariant, ...]] = ()
     Options: ClassVar[type[StrategyOptions]] = StrategyOptions  # its own flags (class above)

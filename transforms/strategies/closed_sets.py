@@ -900,6 +900,7 @@ def closed_option_sets(dataset: WrittenDataset) -> None:
 
 class ClosedSets(DecoyStrategy):
     name = "closed_sets"
+    answered_in_sets = True
     summary = (
         "sets of 5 mutually close captions of 5 images within a split; each member is the target "
         "of one instance, the other 4 its decoys"
@@ -912,7 +913,11 @@ class ClosedSets(DecoyStrategy):
     limitations = NEIGHBOURS_MAY_FIT + (
         "Each caption is the target of up to `--set_memberships` instances, and the five "
         "instances of a set show the same five options: split-level accuracies count each set "
-        "five times. Captions in no valid set are skipped and counted by why "
+        "five times. Each instance is to be answered on its own: a model answering a set's "
+        "five instances jointly (each option is the target of exactly one of them) would "
+        "gain. `dmc-evaluate` and `dmc-train` also report the set score, the share of sets "
+        "whose five instances are all answered right (Winoground's group score), which is 0 "
+        "for any text-only model. Captions in no valid set are skipped and counted by why "
         "(`decoys/closed_set_no_valid_neighbours`, `decoys/closed_set_no_5_clique`, "
         "`decoys/closed_set_neighbours_taken`)."
     )

@@ -5,9 +5,7 @@ Shared by the trainer and by ``generate``'s text-only audit, so it imports nothi
 """
 
 import math
-from collections.abc import Iterable
-
-import numpy as np
+from collections.abc import Iterable, Iterator
 
 from schemas.examples import Batch, Example
 from transforms.trainer.models import answers
@@ -17,20 +15,40 @@ EVALUATION_SPLITS = ("dev", "test")
 CAPTION_METRICS = ("ROUGE-L", "CIDEr")  # the keys of a model's captioning scores
 
 
-def count_correct(
-    examples: list[Example], models: list
-) -> list[tuple[tuple[str, str], tuple[int, int]]]:
-    """((model, split), (correct, total)) for a batch of examples, every audit and model."""
-    counts = []
+def instance_outcomes(examples: list[Example], models: list) -> Iterator[tuple[str, Example, bool]]:
+    """(model, example, answered right) for a batch of dev and test examples, every audit
+    and model."""
     for split in EVALUATION_SPLITS:
         members = [example for example in examples if example.split == split]
         if not members:
             continue
         batch = Batch.stack(members)
         for model in (*TEXT_RULES, *models):
-            correct = int(np.sum(answers(model.scores(batch)) == batch.labels))
-            counts.append(((model.name, split), (correct, len(batch))))
-    return counts
+            right = answers(model.scores(batch)) == batch.labels
+            for example, correct in zip(members, right.tolist(), strict=True):
+                yield model.name, example, bool(correct)
+
+
+def count_correct(
+    examples: list[Example], models: list
+) -> list[tuple[tuple[str, str], tuple[int, int]]]:
+    """((model, split), (correct, total)) for a batch of examples, every audit and model."""
+    counts: dict[tuple[str, str], tuple[int, int]] = {}
+    for name, example, correct in instance_outcomes(examples, models):
+        right, total = counts.get((name, example.split), (0, 0))
+        counts[(name, example.split)] = (right + correct, total + 1)
+    return list(counts.items())
+
+
+def set_outcomes(
+    examples: list[Example], models: list
+) -> list[tuple[tuple[str, str, tuple[str, ...]], bool]]:
+    """((model, split, the set's option texts), answered right) per example: a closed set's
+    instances show the same option texts, which examples hold sorted."""
+    return [
+        ((name, example.split, example.texts), correct)
+        for name, example, correct in instance_outcomes(examples, models)
+    ]
 
 
 def add_counts(counts: Iterable[tuple[int, int]]) -> tuple[int, int]:
@@ -73,12 +91,17 @@ def split_result(correct: int, total: int) -> dict:
 
 
 def build_metrics(
-    counts: list, models: list, num_options: int, captioning: list | None = None
+    counts: list,
+    models: list,
+    num_options: int,
+    captioning: list | None = None,
+    sets: list | None = None,
 ) -> dict:
     """The metrics file: chance (1/k), and per model its input, dev/test results, how it was
-    selected, and for a captioning model its captions' scores per split. Models keep the
-    order they were fitted in."""
-    by_key, captioned = dict(counts), dict(captioning or [])
+    selected, for a captioning model its captions' scores per split, and with ``sets``
+    ((model, split), (sets all right, sets)) its set score. Models keep the order they
+    were fitted in."""
+    by_key, captioned, by_set = dict(counts), dict(captioning or []), dict(sets or [])
     rows = []
     for model in (*TEXT_RULES, *models):
         row = {
@@ -99,6 +122,13 @@ def build_metrics(
         }
         if scores:
             row["captioning"] = scores
+        set_scores = {
+            split: split_result(*by_set[(model.name, split)])
+            for split in EVALUATION_SPLITS
+            if (model.name, split) in by_set
+        }
+        if set_scores:
+            row["sets"] = set_scores
         rows.append(row)
     return {"num_options": num_options, "chance": 1 / num_options, "models": rows}
 
@@ -162,4 +192,40 @@ def captioning_table(metrics: dict) -> str:
         selection = row["selection"]
         cells = [row["model"], str(selection["size"]), f"{selection['lambda_gen']:g}"]
         lines.append([*cells, *accuracies, *scores])
+    return aligned(header, lines)
+
+
+def set_counts(outcomes: Iterable[tuple[str, bool]]) -> tuple[int, int]:
+    """(sets all of whose instances are answered right, sets) from (set key, correct) of
+    each instance: Winoground's group score, for closed sets.
+
+    >>> set_counts([("a", True), ("a", True), ("b", True), ("b", False)])
+    (1, 2)
+    """
+    right: dict[str, bool] = {}
+    for key, correct in outcomes:
+        right[key] = right.get(key, True) and correct
+    return sum(right.values()), len(right)
+
+
+def set_table(metrics: dict) -> str:
+    """The set score of each model that has one ("" when none does): the share of closed
+    sets whose instances are all answered right, each instance answered on its own."""
+    rows = [row for row in metrics["models"] if "sets" in row]
+    if not rows:
+        return ""
+    header = ["set score", *EVALUATION_SPLITS]
+    lines = [
+        [
+            row["model"],
+            *(
+                f"{100 * row['sets'][split]['accuracy']:.1f} ±{100 * row['sets'][split]['std']:.1f}"
+                f" of {row['sets'][split]['total']}"
+                if split in row["sets"]
+                else "-"
+                for split in EVALUATION_SPLITS
+            ),
+        ]
+        for row in rows
+    ]
     return aligned(header, lines)

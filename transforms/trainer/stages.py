@@ -39,6 +39,7 @@ from transforms.trainer.metrics import (
     add_counts,
     build_metrics,
     count_correct,
+    set_outcomes,
 )
 from transforms.trainer.models import Captioner, Model, TrainConfig
 from transforms.trainer.registry import run_fitters
@@ -105,6 +106,26 @@ class Evaluate(beam.PTransform):
             | "DevAndTest" >> beam.Filter(lambda example: example.split in EVALUATION_SPLITS)
             | "Batch" >> beam.BatchElements(min_batch_size=256, max_batch_size=2048)
             | "Score" >> beam.FlatMap(count_correct, models=beam.pvalue.AsList(self._models))
+            | "Sum" >> beam.CombinePerKey(add_counts)
+        )
+
+
+class ScoreSets(beam.PTransform):
+    """Examples + fitted models -> ((model, split), (sets all answered right, sets)) for
+    dev and test: the set score of closed sets, each instance answered on its own."""
+
+    def __init__(self, *, models):
+        super().__init__()
+        self._models = models
+
+    def expand(self, examples):
+        return (
+            examples
+            | "DevAndTest" >> beam.Filter(lambda example: example.split in EVALUATION_SPLITS)
+            | "Batch" >> beam.BatchElements(min_batch_size=256, max_batch_size=2048)
+            | "Score" >> beam.FlatMap(set_outcomes, models=beam.pvalue.AsList(self._models))
+            | "PerSet" >> beam.CombinePerKey(all)
+            | "Count" >> beam.Map(lambda keyed: ((keyed[0][0], keyed[0][1]), (int(keyed[1]), 1)))
             | "Sum" >> beam.CombinePerKey(add_counts)
         )
 
@@ -177,12 +198,12 @@ class CaptionImages(beam.PTransform):
 
 
 class WriteMetrics(beam.PTransform):
-    """Counts + captioning scores + fitted models -> the metrics file (one write, after every
-    count is in). ``order``: the fitted models' names in table order."""
+    """Counts + captioning scores + set scores + fitted models -> the metrics file (one
+    write, after every count is in). ``order``: the fitted models' names in table order."""
 
-    def __init__(self, *, models, captioning, order: list[str], path: str, num_options: int):
+    def __init__(self, *, models, captioning, sets, order: list[str], path: str, num_options: int):
         super().__init__()
-        self._models, self._captioning = models, captioning
+        self._models, self._captioning, self._sets = models, captioning, sets
         self._order, self._path, self._num_options = order, path, num_options
 
     def expand(self, counts):
@@ -192,14 +213,16 @@ class WriteMetrics(beam.PTransform):
             | "Gather" >> beam.combiners.ToList()
             | "Metrics"
             >> beam.Map(
-                lambda counts, models, captioning, num_options: build_metrics(
+                lambda counts, models, captioning, sets, num_options: build_metrics(
                     counts,
                     sorted(models, key=lambda m: order.index(m.name)),
                     num_options,
                     captioning,
+                    sets,
                 ),
                 models=beam.pvalue.AsList(self._models),
                 captioning=beam.pvalue.AsList(self._captioning),
+                sets=beam.pvalue.AsList(self._sets),
                 num_options=self._num_options,
             )
             | "Write" >> beam.Map(lambda metrics, path: write_json(path, metrics), self._path)

@@ -1,0 +1,122 @@
+"""Zero-shot scoring of a generated dataset with a contrastive vision-language model.
+
+Every dev and test instance's image and options are encoded by the model (open_clip or
+transformers: CLIP, SigLIP, ...); each option's cosine with the image is its score and
+the argmax is the answer. The accuracy per split, with its binomial standard deviation,
+is reported beside the text-only rows ``generate`` audited the version with, with the
+image margin (accuracy minus the best text-only row's) and, for closed sets, the set
+score. Run per strategy on one image set, it compares decoy families as SugarCrepe does::
+
+    python -m pipelines.evaluate --dataset out/mcic-coco --images /data/coco/val2014 \\
+        --model ViT-B-32 --pretrained laion2b_s34b_b79k --output out/eval-coco
+
+Needs the ``vision`` extra. On Dataflow (workers get the extra through a requirements
+file the run writes, as the trainer's)::
+
+    python -m pipelines.evaluate --dataset gs://BUCKET/mcic-coco --images gs://BUCKET/val2014 \\
+        --model ViT-B-32 --pretrained laion2b_s34b_b79k --output gs://BUCKET/eval \\
+        --runner DataflowRunner --project PROJECT --region REGION \\
+        --temp_location gs://BUCKET/tmp --setup_file ./setup.py
+"""
+
+import dataclasses
+import sys
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.utils.shared import Shared
+
+from pipelines.cli import Command
+from pipelines.lifecycle import STATISTICS_FILE
+from pipelines.options import EvaluateOptions
+from pipelines.runner import cli, local_or_given_runner, run_to_completion
+from pipelines.train import worker_requirements
+from pipelines.versions import completed_dataset, read_manifest
+from schemas.layout import dataset_path
+from transforms.files import check_location, check_writable, read_json, write_file, write_json
+from transforms.report.plots import accuracy
+from transforms.strategies.registry import STRATEGIES
+from transforms.trainer.features import ReadInstances, read_num_options
+from transforms.trainer.metrics import EVALUATION_SPLITS
+from transforms.vision.evaluation import evaluation_metrics, evaluation_table
+from transforms.vision.zero_shot import ScoreInstances, SharedModel, WriteScores
+
+VISION = "vision"  # the extra Dataflow workers install (through --requirements_file)
+SCORES_FILE = "scores.parquet"
+METRICS_FILE = "metrics.json"
+TABLE_FILE = "table.txt"
+ACCURACY_PLOT = "accuracy.png"
+
+
+def build_pipeline(pipeline: beam.Pipeline, options: EvaluateOptions, dataset: str) -> None:
+    """Read dev and test, score every instance (the model once per worker), write the scores."""
+    model = SharedModel(Shared(), options.model_spec())
+    _ = (
+        pipeline
+        | "ReadInstances" >> ReadInstances(dataset=dataset, splits=EVALUATION_SPLITS)
+        | "Score"
+        >> ScoreInstances(model=model, images=options.images, batch_size=options.batch_size)
+        | "WriteScores" >> WriteScores(path=FileSystems.join(options.output, SCORES_FILE))
+    )
+
+
+def run(options: EvaluateOptions, beam_args: list[str] | None = None) -> dict:
+    """Runs the evaluation; returns the metrics (also in <output>/metrics.json, table.txt and
+    accuracy.png, beside the per-instance scores.parquet)."""
+    options.validate()
+    check_location(options.output, "output")
+    dataset = completed_dataset(options.dataset)  # before the write check creates the output
+    check_writable(options.output)
+    strategy = read_manifest(dataset)["options"]["decoys"]
+    audit = read_json(dataset_path(dataset, STATISTICS_FILE)).get("text_only_audit", {})
+    pipeline = local_or_given_runner(worker_requirements(beam_args or [], extra=VISION))
+    build_pipeline(pipeline, options, dataset)
+    counters = run_to_completion(pipeline)
+    with FileSystems.open(FileSystems.join(options.output, SCORES_FILE)) as handle:
+        scores = pq.read_table(handle)
+    metrics = {
+        **evaluation_metrics(
+            scores,
+            name=options.model_name(),
+            audit=audit,
+            strategy=strategy,
+            num_options=read_num_options(dataset),
+            sets=STRATEGIES[strategy].answered_in_sets,
+        ),
+        "dataset": dataset,
+        "options": dataclasses.asdict(options),
+        "counters": counters,
+    }
+    write_json(FileSystems.join(options.output, METRICS_FILE), metrics)
+    table = evaluation_table(metrics)
+    write_file(FileSystems.join(options.output, TABLE_FILE), table.encode())
+    write_file(FileSystems.join(options.output, ACCURACY_PLOT), accuracy(metrics))
+    return metrics
+
+
+COMMAND = Command(
+    prog="dmc-evaluate",
+    description=(
+        "Scores a generated dataset zero-shot with a contrastive vision-language model "
+        "(open_clip or transformers: CLIP, SigLIP, ...): each option's cosine with its image, "
+        "the argmax is the answer. Prints the accuracy on dev and test beside the version's "
+        "text-only audit rows, the image margin and, for closed sets, the set score; "
+        "scores.parquet, metrics.json, table.txt and accuracy.png go to --output."
+    ),
+    example="dmc-evaluate --dataset out --images val2014 --model ViT-B-32 --pretrained openai "
+    "--output eval",
+    manual="docs/evaluate.md",
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    def evaluate(options: EvaluateOptions, beam_args: list[str]) -> str:
+        table = evaluation_table(run(options, beam_args))
+        return f"{table}\nscores and metrics written to {options.output}"
+
+    return cli(argv, evaluate, EvaluateOptions, command=COMMAND)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

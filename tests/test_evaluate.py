@@ -1,0 +1,288 @@
+"""dmc-evaluate: zero-shot scoring with a contrastive model, through the --checkpoint path
+users take, on datasets whose images the project draws (transforms/vision/drawing.py).
+
+The model is a tiny CLIP built from a CLIPConfig with random weights and a word-level
+tokenizer made here (no download): at chance as it is, above chance once fine-tuned on
+the train split's image-caption pairs, which shows the scoring path carries signal.
+"""
+
+import os
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.evaluate import SCORES_FILE, TABLE_FILE, run
+from pipelines.options import EvaluateOptions, GenerateOptions
+from schemas.layout import PARQUET, shard_pattern
+from tests.conftest import SMALL, generated
+from transforms.corpus.split import SPLITS
+from transforms.errors import InputError
+from transforms.files import list_files
+from transforms.strategies.registry import STRATEGIES
+from transforms.trainer.metrics import EVALUATION_SPLITS, binomial_std
+from transforms.vision.contrastive.base import ModelSpec, require
+from transforms.vision.contrastive.open_clip_model import model_source
+from transforms.vision.drawing import write_images
+
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+torch = pytest.importorskip("torch")
+
+SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>")
+CHANCE_DEVIATIONS = 3.0
+IMAGE_SIZE = 32
+
+
+def instances(version: str, splits=SPLITS) -> list[dict]:
+    return [
+        row
+        for split in splits
+        for path in list_files(shard_pattern(version, PARQUET, split))
+        for row in pq.read_table(path).to_pylist()
+    ]
+
+
+def words(texts) -> list[str]:
+    split = tokenizers.pre_tokenizers.Whitespace().pre_tokenize_str
+    return sorted({word for text in texts for word, _ in split(text)})
+
+
+def tiny_clip(folder: str, vocabulary: list[str], seed: int = 0) -> str:
+    """A CLIP of two layers per tower, random weights, saved with its tokenizer and image
+    processor as ``save_pretrained`` does for a real one."""
+    vocab = {token: k for k, token in enumerate([*SPECIAL, *vocabulary])}
+    word_level = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="<unk>"))
+    word_level.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    word_level.post_processor = tokenizers.processors.TemplateProcessing(
+        single="<bos> $A <eos>", special_tokens=[("<bos>", 2), ("<eos>", 3)]
+    )
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=word_level,
+        pad_token="<pad>",
+        unk_token="<unk>",
+        bos_token="<bos>",
+        eos_token="<eos>",
+        model_max_length=32,
+    )
+    tower = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
+    config = transformers.CLIPConfig(
+        text_config={
+            **tower,
+            "num_attention_heads": 2,
+            "vocab_size": len(vocab),
+            "max_position_embeddings": 32,
+            "pad_token_id": 0,
+            "bos_token_id": 2,
+            "eos_token_id": 3,
+        },
+        vision_config={
+            **tower,
+            "num_attention_heads": 2,
+            "image_size": IMAGE_SIZE,
+            "patch_size": 8,
+        },
+        projection_dim=16,
+    )
+    torch.manual_seed(seed)
+    model = transformers.CLIPModel(config)
+    processor = transformers.CLIPImageProcessor(
+        size={"shortest_edge": IMAGE_SIZE},
+        crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
+    )
+    for part in (model, tokenizer, processor):
+        part.save_pretrained(folder)
+    return folder
+
+
+def draw_images(version: str, folder: str) -> str:
+    """Each instance's image drawn under its file name (the synthetic corpus's scene for its
+    id; a COCO id draws some scene: a picture all the same)."""
+    images = {(row["image_id"], row["image_file"]) for row in instances(version)}
+    records = [{"id": int(image_id), "file_name": name} for image_id, name in sorted(images)]
+    write_images(folder, 0, records, size=IMAGE_SIZE)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def evaluate(tmp_path_factory):
+    """version -> (metrics, scores rows) of the tiny CLIP (random weights unless a
+    checkpoint is given) on the version's drawn images."""
+
+    def evaluated(version: str, checkpoint: str = "", images: str = "") -> tuple[dict, list]:
+        if not checkpoint:
+            texts = [option for row in instances(version) for option in row["options"]]
+            checkpoint = tiny_clip(str(tmp_path_factory.mktemp("clip")), words(texts))
+        images = images or draw_images(version, str(tmp_path_factory.mktemp("images")))
+        output = str(tmp_path_factory.mktemp("evaluate"))
+        options = EvaluateOptions(
+            dataset=version,
+            images=images,
+            output=output,
+            library="transformers",
+            checkpoint=checkpoint,
+            batch_size=16,
+        )
+        metrics = run(options)
+        return metrics, pq.read_table(os.path.join(output, SCORES_FILE)).to_pylist()
+
+    return evaluated
+
+
+def table_text(metrics: dict) -> str:
+    with open(os.path.join(metrics["options"]["output"], TABLE_FILE), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def model_row(metrics: dict) -> dict:
+    [row] = [row for row in metrics["models"] if row["input"] == "image+text"]
+    return row
+
+
+def check_scores(version: str, metrics: dict, scores: list[dict]) -> None:
+    """Every dev and test instance has a row whose answer is the argmax of its k scores."""
+    expected = instances(version, EVALUATION_SPLITS)
+    assert sorted(row["example_id"] for row in scores) == sorted(
+        row["example_id"] for row in expected
+    )
+    labels = {row["example_id"]: row["label"] for row in expected}
+    for row in scores:
+        assert len(row["scores"]) == metrics["num_options"]
+        assert row["answer"] == int(np.argmax(row["scores"]))
+        assert row["correct"] == (row["answer"] == labels[row["example_id"]])
+
+
+def test_random_weights_answer_at_chance(small_dataset, evaluate):
+    version, _ = small_dataset
+    metrics, scores = evaluate(version)
+    check_scores(version, metrics, scores)
+    row = model_row(metrics)
+    for split in EVALUATION_SPLITS:
+        result, chance = row[split], metrics["chance"]
+        bound = CHANCE_DEVIATIONS * binomial_std(round(chance * result["total"]), result["total"])
+        assert abs(result["accuracy"] - chance) <= bound, (split, result)
+        best = max(r[split]["accuracy"] for r in metrics["models"] if r["input"] == "text")
+        assert metrics["image_margin"][split]["margin"] == pytest.approx(result["accuracy"] - best)
+    assert [r["model"] for r in metrics["models"] if r["input"] == "text"]  # the audit's rows
+    table = table_text(metrics)
+    assert table.startswith(f"strategy: mcic ({metrics['num_options']} options)")
+    assert "set score" not in table  # mcic instances are not in sets
+
+
+def test_closed_sets_report_the_set_score(synthetic_corpus, tmp_path_factory, evaluate):
+    output = str(tmp_path_factory.mktemp("closed_sets_small"))
+    version, _ = generated(GenerateOptions(input=synthetic_corpus, output=output, **SMALL))
+    metrics, scores = evaluate(version)
+    row = model_row(metrics)
+    for split in EVALUATION_SPLITS:
+        members = [r for r in scores if r["split"] == split]
+        sets: dict[str, list[bool]] = {}
+        for r in members:
+            sets.setdefault(r["option_set"], []).append(r["correct"])
+        assert {len(outcomes) for outcomes in sets.values()} == {metrics["num_options"]}
+        right = sum(all(outcomes) for outcomes in sets.values())
+        assert row["sets"][split]["total"] == len(sets)
+        assert row["sets"][split]["correct"] == right
+        assert row["sets"][split]["accuracy"] <= row[split]["accuracy"]
+    table = table_text(metrics)
+    assert "set score" in table
+
+
+def test_missing_images_are_counted_not_dropped(small_dataset, evaluate, tmp_path):
+    version, _ = small_dataset
+    images = draw_images(version, str(tmp_path / "images"))
+    dev = sorted({row["image_file"] for row in instances(version, ("dev",))})
+    for name in dev[:3]:
+        os.remove(os.path.join(images, name))
+    (tmp_path / "images" / dev[3]).write_bytes(b"not an image")
+    metrics, scores = evaluate(version, images=images)
+    gone = set(dev[:4])
+    expected = sum(row["image_file"] in gone for row in instances(version, ("dev",)))
+    assert metrics["images_not_found"]["dev"] == expected
+    assert metrics["images_not_found"]["test"] == 0
+    assert sum(not row["image_found"] for row in scores) == expected  # kept in the scores
+    assert (
+        model_row(metrics)["dev"]["total"]
+        == len([row for row in scores if row["split"] == "dev"]) - expected
+    )
+    counters = metrics["counters"]
+    assert (
+        sum(v for k, v in counters.items() if "image_missing" in k)
+        + sum(v for k, v in counters.items() if "image_unreadable" in k)
+        == expected
+    )
+    table = table_text(metrics)
+    assert f"dev {expected}" in table
+
+
+@pytest.mark.parametrize("decoys", list(STRATEGIES))
+def test_every_strategy_evaluates(decoys, strategy_dataset, evaluate):
+    version, _ = strategy_dataset(decoys)
+    metrics, scores = evaluate(version)
+    check_scores(version, metrics, scores)
+    assert metrics["strategy"] == decoys
+    assert metrics["num_options"] == STRATEGIES[decoys].num_options
+    assert ("sets" in model_row(metrics)) == STRATEGIES[decoys].answered_in_sets
+
+
+def fine_tune(checkpoint: str, version: str, images: str, steps: int) -> str:
+    """A few steps of CLIP's contrastive loss over the train split's image-target pairs."""
+    from PIL import Image
+
+    model = transformers.CLIPModel.from_pretrained(checkpoint)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint)
+    processor = transformers.AutoImageProcessor.from_pretrained(checkpoint)
+    pairs = sorted(
+        {
+            (row["image_file"], row["options"][row["label"]])
+            for row in instances(version, ("train",))
+        }
+    )
+    pixels = processor(
+        images=[Image.open(os.path.join(images, name)).convert("RGB") for name, _ in pairs],
+        return_tensors="pt",
+    )["pixel_values"]
+    tokens = tokenizer([text for _, text in pairs], padding=True, return_tensors="pt")
+    torch.manual_seed(0)
+    optimiser = torch.optim.Adam(model.parameters(), lr=2e-3)
+    model.train()
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        batch = torch.as_tensor(rng.choice(len(pairs), size=64, replace=False))
+        loss = model(
+            input_ids=tokens["input_ids"][batch],
+            attention_mask=tokens["attention_mask"][batch],
+            pixel_values=pixels[batch],
+            return_loss=True,
+        ).loss
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    model.save_pretrained(checkpoint)
+    return checkpoint
+
+
+def test_fine_tuned_clip_beats_chance(synthetic_corpus, tmp_path_factory, evaluate):
+    output = str(tmp_path_factory.mktemp("random_small"))
+    options = GenerateOptions(input=synthetic_corpus, output=output, decoys="random", **SMALL)
+    version, _ = generated(options)
+    texts = [option for row in instances(version) for option in row["options"]]
+    checkpoint = tiny_clip(str(tmp_path_factory.mktemp("tuned")), words(texts))
+    images = draw_images(version, str(tmp_path_factory.mktemp("tuned_images")))
+    metrics, _ = evaluate(version, fine_tune(checkpoint, version, images, 150), images)
+    result, chance = model_row(metrics)["test"], metrics["chance"]
+    bound = CHANCE_DEVIATIONS * binomial_std(round(chance * result["total"]), result["total"])
+    assert result["accuracy"] > chance + bound, result
+
+
+def test_a_missing_package_is_one_line_naming_the_extra():
+    with pytest.raises(InputError, match=r"dmc-datasets\[vision\]") as raised:
+        require("dmc_no_such_package")
+    assert "\n" not in str(raised.value)
+
+
+def test_the_open_clip_source_follows_the_checkpoint(tmp_path):
+    folder = ModelSpec("open_clip", checkpoint=str(tmp_path))
+    assert model_source(folder) == (f"local-dir:{tmp_path}", None)
+    with pytest.raises(InputError, match="--model"):
+        model_source(ModelSpec("open_clip", checkpoint=str(tmp_path / "weights.pt")))

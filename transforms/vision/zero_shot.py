@@ -1,0 +1,195 @@
+"""Zero-shot scoring of a dataset's instances with a contrastive model (``dmc-evaluate``).
+
+Each dev and test instance's image (``--images`` / its ``image_file``) and each of its k
+options are encoded as unit vectors; an option's score is its cosine with the image and
+the argmax is the model's answer. Options are texts however they were built, so edited
+options (forced choice) are scored like captions. An instance whose image is missing or
+unreadable is kept in the scores with ``image_found`` false and counted
+(``evaluate/image_missing``, ``evaluate/image_unreadable``): never silently dropped.
+
+The model is loaded once per worker process (a shared handle); instances are scored in
+batches, each independently of the others in its batch (answers do not depend on how
+instances are batched, scores only up to float rounding), and written in a fixed order.
+"""
+
+import io
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+from apache_beam.utils.shared import Shared
+from PIL import Image, UnidentifiedImageError
+
+from transforms.files import write_file
+from transforms.trainer.metrics import EVALUATION_SPLITS
+from transforms.vision.contrastive.base import ContrastiveModel, ModelSpec
+from transforms.vision.contrastive.registry import load_model
+
+NAMESPACE = "evaluate"
+MISSING, UNREADABLE = "image_missing", "image_unreadable"
+
+SCORES_SCHEMA = pa.schema(
+    [
+        pa.field("example_id", pa.string()),
+        pa.field("split", pa.string()),
+        pa.field("image_id", pa.string()),
+        pa.field("image_file", pa.string()),
+        pa.field("image_found", pa.bool_()),
+        pa.field("scores", pa.list_(pa.float64())),  # per option, in the instance's order
+        pa.field("answer", pa.int64()),  # argmax of scores; -1 without an image
+        pa.field("label", pa.int64()),
+        pa.field("correct", pa.bool_()),
+        pa.field("option_set", pa.string()),  # the instance's option caption ids, sorted
+    ]
+)
+
+
+@dataclass(frozen=True)
+class SharedModel:
+    """The one contrastive model of a worker process (as ``features.SharedFeatureSpace``)."""
+
+    shared: Shared
+    spec: ModelSpec
+
+    def acquire(self) -> ContrastiveModel:
+        return self.shared.acquire(lambda: load_model(self.spec), tag=repr(self.spec))
+
+
+def option_set(instance: dict) -> str:
+    """What the instances of one closed set share: their options' caption ids, as a key.
+
+    The five instances of a set show the same five captions, each the target of one of
+    them, so their sorted caption ids are equal and no other instance's are.
+
+    >>> option_set({"option_caption_ids": ["9", "2", "5"]})
+    '2 5 9'
+    """
+    return " ".join(sorted(instance["option_caption_ids"]))
+
+
+def read_image(path: str) -> Image.Image | str:
+    """The decoded image, or why not (MISSING, UNREADABLE)."""
+    if not FileSystems.exists(path):
+        return MISSING
+    try:
+        with FileSystems.open(path, compression_type="uncompressed") as handle:
+            image = Image.open(io.BytesIO(handle.read()))
+            image.load()
+    except (OSError, UnidentifiedImageError):
+        return UNREADABLE
+    return image.convert("RGB")
+
+
+def answer(scores: np.ndarray) -> int:
+    """The option with the highest score; a tie goes to the first.
+
+    >>> answer(np.array([0.1, 0.3, 0.3]))
+    1
+    """
+    return int(np.argmax(scores))
+
+
+def option_scores(images: np.ndarray, options: np.ndarray) -> np.ndarray:
+    """Cosines of n images' unit vectors (n, d) with their k options' (n, k, d): (n, k).
+
+    >>> option_scores(np.array([[1.0, 0.0]]), np.array([[[0.0, 1.0], [1.0, 0.0]]])).tolist()
+    [[0.0, 1.0]]
+    """
+    return np.einsum("nd,nkd->nk", images, options)
+
+
+def score_row(instance: dict, scores: np.ndarray | None) -> dict:
+    """The scores file's row of an instance (``scores`` None: its image was not found)."""
+    chosen = -1 if scores is None else answer(scores)
+    return {
+        "example_id": instance["example_id"],
+        "split": instance["split"],
+        "image_id": instance["image_id"],
+        "image_file": instance["image_file"],
+        "image_found": scores is not None,
+        "scores": [] if scores is None else [float(score) for score in scores],
+        "answer": chosen,
+        "label": int(instance["label"]),
+        "correct": chosen == int(instance["label"]),
+        "option_set": option_set(instance),
+    }
+
+
+def score_instances(
+    instances: list[dict], images: list[Image.Image | str], model: ContrastiveModel
+) -> list[dict]:
+    """Rows for a batch of instances and their decoded images (or why not)."""
+    found = [k for k, image in enumerate(images) if isinstance(image, Image.Image)]
+    scores: dict[int, np.ndarray] = {}
+    if found:
+        image_vectors = model.encode_images([images[k] for k in found])
+        texts = [option for k in found for option in instances[k]["options"]]
+        num_options = len(instances[found[0]]["options"])
+        option_vectors = model.encode_texts(texts).reshape(len(found), num_options, -1)
+        scores = dict(zip(found, option_scores(image_vectors, option_vectors), strict=True))
+    return [score_row(instance, scores.get(k)) for k, instance in enumerate(instances)]
+
+
+class _Score(beam.DoFn):
+    def __init__(self, model: SharedModel, images: str):
+        self._model, self._images = model, images
+        self._counters = {
+            why: Metrics.counter(NAMESPACE, why) for why in (MISSING, UNREADABLE, "scored")
+        }
+
+    def setup(self):
+        self._loaded = self._model.acquire()
+
+    def process(self, batch: list[dict]):
+        images = [
+            read_image(FileSystems.join(self._images, instance["image_file"])) for instance in batch
+        ]
+        for image in images:
+            self._counters["scored" if isinstance(image, Image.Image) else image].inc()
+        yield from score_instances(batch, images, self._loaded)
+
+
+class ScoreInstances(beam.PTransform):
+    """(file, instance) -> the scores file's row of every dev and test instance."""
+
+    def __init__(self, *, model: SharedModel, images: str, batch_size: int):
+        super().__init__()
+        self._model, self._images, self._batch_size = model, images, batch_size
+
+    def expand(self, instances):
+        return (
+            instances
+            | "Instances" >> beam.Values()
+            | "DevAndTest" >> beam.Filter(lambda instance: instance["split"] in EVALUATION_SPLITS)
+            | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=self._batch_size)
+            | "Score" >> beam.ParDo(_Score(self._model, self._images))
+        )
+
+
+def write_scores(rows: Iterable[dict], path: str) -> str:
+    """One Parquet file, rows by (split, example id), whatever order they arrived in."""
+    ordered = sorted(rows, key=lambda row: (row["split"], row["example_id"]))
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(ordered, schema=SCORES_SCHEMA), buffer)
+    write_file(path, buffer.getvalue())
+    return path
+
+
+class WriteScores(beam.PTransform):
+    """Rows -> the scores file (one write, after every row is in)."""
+
+    def __init__(self, *, path: str):
+        super().__init__()
+        self._path = path
+
+    def expand(self, rows):
+        return (
+            rows
+            | "Gather" >> beam.combiners.ToList()
+            | "Write" >> beam.Map(write_scores, self._path)
+        )
