@@ -7,6 +7,7 @@ the train split's image-caption pairs, which shows the scoring path carries sign
 """
 
 import os
+import sys
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -21,8 +22,9 @@ from transforms.errors import InputError
 from transforms.files import list_files
 from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.metrics import EVALUATION_SPLITS, binomial_std
-from transforms.vision.contrastive.base import ModelSpec, require
+from transforms.vision.contrastive.base import ModelSpec
 from transforms.vision.contrastive.open_clip_model import model_source
+from transforms.vision.contrastive.registry import LIBRARIES, load_model
 from transforms.vision.drawing import write_images
 
 transformers = pytest.importorskip("transformers")
@@ -275,10 +277,12 @@ def test_fine_tuned_clip_beats_chance(synthetic_corpus, tmp_path_factory, evalua
     assert result["accuracy"] > chance + bound, result
 
 
-def test_a_missing_package_is_one_line_naming_the_extra():
+@pytest.mark.parametrize("library", list(LIBRARIES))
+def test_a_missing_package_is_one_line_naming_the_extra(library, monkeypatch):
+    monkeypatch.setitem(sys.modules, library, None)  # each library is its module
     with pytest.raises(InputError, match=r"dmc-datasets\[vision\]") as raised:
-        require("dmc_no_such_package")
-    assert "\n" not in str(raised.value)
+        load_model(ModelSpec(library=library, model="m", pretrained="p", checkpoint=""))
+    assert "\n" not in str(raised.value) and f"--library {library}" in str(raised.value)
 
 
 def test_the_open_clip_source_follows_the_checkpoint(tmp_path):

@@ -93,6 +93,16 @@ class FitModels(beam.PTransform):
         )
 
 
+@beam.ptransform_fn
+def EvaluationBatches(examples):
+    """The dev and test examples in batches, as every scoring stage reads them."""
+    return (
+        examples
+        | "DevAndTest" >> beam.Filter(lambda example: example.split in EVALUATION_SPLITS)
+        | "Batch" >> beam.BatchElements(min_batch_size=256, max_batch_size=2048)
+    )
+
+
 class Evaluate(beam.PTransform):
     """Examples + fitted models -> ((model, split), (correct, total)), for dev and test."""
 
@@ -103,8 +113,7 @@ class Evaluate(beam.PTransform):
     def expand(self, examples):
         return (
             examples
-            | "DevAndTest" >> beam.Filter(lambda example: example.split in EVALUATION_SPLITS)
-            | "Batch" >> beam.BatchElements(min_batch_size=256, max_batch_size=2048)
+            | "Batches" >> EvaluationBatches()
             | "Score" >> beam.FlatMap(count_correct, models=beam.pvalue.AsList(self._models))
             | "Sum" >> beam.CombinePerKey(add_counts)
         )
@@ -121,8 +130,7 @@ class ScoreSets(beam.PTransform):
     def expand(self, examples):
         return (
             examples
-            | "DevAndTest" >> beam.Filter(lambda example: example.split in EVALUATION_SPLITS)
-            | "Batch" >> beam.BatchElements(min_batch_size=256, max_batch_size=2048)
+            | "Batches" >> EvaluationBatches()
             | "Score" >> beam.FlatMap(set_outcomes, models=beam.pvalue.AsList(self._models))
             | "PerSet" >> beam.CombinePerKey(all)
             | "Count" >> beam.Map(lambda keyed: ((keyed[0][0], keyed[0][1]), (int(keyed[1]), 1)))

@@ -8,29 +8,12 @@ Heavy packages are imported when a model is loaded, never at import time, so the
 generate path does not need them.
 """
 
-import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from types import ModuleType
 from typing import ClassVar
 
 import numpy as np
 from PIL import Image
-
-from transforms.errors import InputError
-
-VISION_EXTRA = "pip install 'dmc-datasets[vision]'"
-
-
-def require(module: str) -> ModuleType:
-    """The module, or a one-line InputError naming the extra that brings it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as missing:
-        raise InputError(
-            f"{module} is not installed ({missing}): contrastive models need the vision "
-            f"extra: {VISION_EXTRA}"
-        ) from None
 
 
 @dataclass(frozen=True)

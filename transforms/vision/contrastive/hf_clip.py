@@ -16,9 +16,9 @@ from transforms.vision.contrastive.base import (
     ContrastiveModel,
     ModelSpec,
     in_batches,
-    require,
     unit_rows,
 )
+from transforms.vision.extra import vision_module
 
 TEXT_INPUTS = ("input_ids", "attention_mask")  # SigLIP's tokenizer gives no attention mask
 
@@ -36,11 +36,11 @@ class HfClip(ContrastiveModel):
         self._batch_size = batch_size
         positions = model.config.text_config.max_position_embeddings
         self._max_length = min(tokenizer.model_max_length, positions)
-        self._torch = require("torch")
+        self._torch = vision_module("torch", "--library transformers")
 
     @classmethod
     def load(cls, spec: ModelSpec) -> "HfClip":
-        transformers = require("transformers")
+        transformers = vision_module("transformers", "--library transformers")
         source = spec.checkpoint or spec.model
         if not source:
             raise InputError(

@@ -17,8 +17,8 @@ from transforms.vision.contrastive.base import (
     ContrastiveModel,
     ModelSpec,
     in_batches,
-    require,
 )
+from transforms.vision.extra import vision_module
 
 LOCAL_DIR = "local-dir:"  # open_clip's prefix for a model read from a folder
 
@@ -47,11 +47,11 @@ class OpenClip(ContrastiveModel):
     def __init__(self, model, preprocess, tokenizer, batch_size: int):
         self._model, self._preprocess, self._tokenizer = model, preprocess, tokenizer
         self._batch_size = batch_size
-        self._torch = require("torch")
+        self._torch = vision_module("torch", "--library open_clip")
 
     @classmethod
     def load(cls, spec: ModelSpec) -> "OpenClip":
-        open_clip = require("open_clip")
+        open_clip = vision_module("open_clip", "--library open_clip")
         name, pretrained = model_source(spec)
         try:
             model, _, preprocess = open_clip.create_model_and_transforms(
