@@ -31,7 +31,6 @@ from pipelines.cli import Command
 from pipelines.lifecycle import STATISTICS_FILE
 from pipelines.options import EvaluateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
-from pipelines.train import worker_requirements
 from pipelines.versions import completed_dataset, read_manifest
 from schemas.layout import dataset_path
 from transforms.files import check_location, check_writable, read_json, write_file, write_json
@@ -70,7 +69,7 @@ def run(options: EvaluateOptions, beam_args: list[str] | None = None) -> dict:
     check_writable(options.output)
     strategy = read_manifest(dataset)["options"]["decoys"]
     audit = read_json(dataset_path(dataset, STATISTICS_FILE)).get("text_only_audit", {})
-    pipeline = local_or_given_runner(worker_requirements(beam_args or [], extra=VISION))
+    pipeline = local_or_given_runner(beam_args or [], extra=VISION)
     build_pipeline(pipeline, options, dataset)
     counters = run_to_completion(pipeline)
     with FileSystems.open(FileSystems.join(options.output, SCORES_FILE)) as handle:

@@ -112,7 +112,7 @@ def run(options: FeaturesOptions, beam_args: list[str] | None = None) -> str:
     # in-process workers share it
     loaded = encoder.acquire()
     logging.info("encoder: %s %s", options.encoder, type(loaded.model).__name__)
-    pipeline = local_or_given_runner(beam_args or [])
+    pipeline = local_or_given_runner(beam_args or [], extra="vision")
     build_pipeline(pipeline, options, paths, encoder)
     counters = run_to_completion(pipeline)
     skipped = read_json(skipped_path(options.output))["unreadable"]

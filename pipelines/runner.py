@@ -1,9 +1,11 @@
 """What every pipeline's driver shares: the runner, its counters, its log lines, the CLI's
 errors."""
 
+import importlib.metadata
 import logging
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,9 +26,12 @@ from pipelines.options import GenerateOptions, LogOptions
 from transforms.errors import NotPublished, input_error_message
 from transforms.progress import is_progress_line, stage_of
 
+DISTRIBUTION = "dmc-datasets"
 
-def local_or_given_runner(beam_args: list[str]) -> beam.Pipeline:
-    """The runner named by ``--runner``, else Beam's in-process FnApiRunner.
+
+def local_or_given_runner(beam_args: list[str], extra: str = "") -> beam.Pipeline:
+    """The runner named by ``--runner``, else Beam's in-process FnApiRunner; workers that
+    install the package by ``--setup_file`` also get the command's ``extra``.
 
     Beam's DirectRunner first tries to download the Prism runner binary and
     falls back to the FnApiRunner when it cannot; going straight to the
@@ -34,10 +39,29 @@ def local_or_given_runner(beam_args: list[str]) -> beam.Pipeline:
     honours ``--direct_num_workers`` and ``--direct_running_mode``.
     """
     flush_by_size_only()
-    pipeline_options = PipelineOptions(beam_args)
+    pipeline_options = PipelineOptions(
+        worker_requirements(beam_args, extra) if extra else beam_args
+    )
     if pipeline_options.view_as(StandardOptions).runner:
         return beam.Pipeline(options=pipeline_options)
     return beam.Pipeline(runner=FnApiRunner(), options=pipeline_options)
+
+
+def worker_requirements(beam_args: list[str], extra: str = "train") -> list[str]:
+    """With ``--setup_file`` (workers install the package without extras), a requirements
+    file of the ``extra`` (the trainer's: train; dmc-features' and dmc-evaluate's: vision),
+    read from the installed package's metadata, that workers install from the package
+    index (``--requirements_cache skip``: nothing is downloaded here)."""
+    if "--setup_file" not in beam_args or "--requirements_file" in beam_args:
+        return beam_args
+    requirements = [
+        requirement.split(";")[0].strip()
+        for requirement in importlib.metadata.requires(DISTRIBUTION) or []
+        if f'extra == "{extra}"' in requirement
+    ]
+    with tempfile.NamedTemporaryFile("w", suffix=f"-{extra}.txt", delete=False) as handle:
+        handle.write("\n".join(requirements) + "\n")
+    return [*beam_args, "--requirements_file", handle.name, "--requirements_cache", "skip"]
 
 
 def flush_by_size_only() -> None:

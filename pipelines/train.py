@@ -21,9 +21,7 @@ Needs the ``train`` extra (PyTorch, scikit-learn, pycocoevalcap). On Dataflow
 """
 
 import dataclasses
-import importlib.metadata
 import sys
-import tempfile
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -61,7 +59,6 @@ from transforms.trainer.stages import (
     WriteMetrics,
 )
 
-DISTRIBUTION = "dmc-datasets"
 METRICS_FILE = "metrics.json"
 TABLE_FILE = "table.txt"
 ACCURACY_PLOT = "accuracy.png"
@@ -94,23 +91,6 @@ def build_pipeline(pipeline: beam.Pipeline, options: TrainOptions, dataset: str)
     )
 
 
-def worker_requirements(beam_args: list[str], extra: str = "train") -> list[str]:
-    """With ``--setup_file`` (workers install the package without extras), a requirements
-    file of the ``extra`` (dmc-evaluate's: vision), read from the installed package's
-    metadata, that workers install from the package index (``--requirements_cache skip``:
-    nothing is downloaded here)."""
-    if "--setup_file" not in beam_args or "--requirements_file" in beam_args:
-        return beam_args
-    extra = [
-        requirement.split(";")[0].strip()
-        for requirement in importlib.metadata.requires(DISTRIBUTION) or []
-        if f'extra == "{extra}"' in requirement
-    ]
-    with tempfile.NamedTemporaryFile("w", suffix=f"-{extra}.txt", delete=False) as handle:
-        handle.write("\n".join(extra) + "\n")
-    return [*beam_args, "--requirements_file", handle.name, "--requirements_cache", "skip"]
-
-
 def report(metrics: dict) -> str:
     """Table 3, then Tables 4-5's captioning columns when a model captions, then the set
     score on closed sets."""
@@ -126,7 +106,7 @@ def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
     check_location(options.output, "output")
     dataset = completed_dataset(options.dataset)  # before the write check creates the output
     check_writable(options.output)
-    pipeline = local_or_given_runner(worker_requirements(beam_args or []))
+    pipeline = local_or_given_runner(beam_args or [], extra="train")
     build_pipeline(pipeline, options, dataset)
     examples = FileSystems.join(options.output, EXAMPLES_DIRECTORY)
     try:

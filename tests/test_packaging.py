@@ -11,7 +11,7 @@ import sys
 import pytest
 import setuptools
 
-from pipelines.train import worker_requirements
+from pipelines.runner import worker_requirements
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("pipelines", "transforms", "schemas")
