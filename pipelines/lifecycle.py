@@ -145,8 +145,9 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
     }
     write_card(directory, manifest, statistics)
     written = inventory(directory)  # each file read once: the metadata lists the shards too
-    write_metadata(directory, version.name, manifest, written)
-    manifest["files"] = checked_inventory(directory, produced.records, written)
+    rewritten = write_metadata(directory, version.name, manifest, written)
+    unchanged = [entry for entry in written if entry["path"] not in rewritten]
+    manifest["files"] = checked_inventory(directory, produced.records, unchanged)
     fence()
     write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)
     marker = {"instances": statistics["total"]["instances"], **produced.marker}

@@ -48,9 +48,13 @@ def dataset_shards(files: list[dict], form: str) -> list[dict]:
     ]
 
 
-def write_metadata(directory: str, name: str, manifest: dict, files: list[dict]) -> None:
+METADATA_FILES = (METADATA_FILE, DATASET_INFO_FILE, FEATURES_FILE)  # in the dataset folder
+
+
+def write_metadata(directory: str, name: str, manifest: dict, files: list[dict]) -> list[str]:
     """Croissant and TFDS metadata of version ``name`` in ``directory``, whose ``files``
-    (their manifest entries) hold the shards."""
+    (their manifest entries) hold the shards; the files written, relative to the version
+    (a version made from another, as the rating filter makes one, had them already)."""
     options = manifest["options"]
     strategy = STRATEGIES[options["decoys"]]
     package = manifest["code"]["versions"]["dmc-datasets"]
@@ -82,3 +86,4 @@ def write_metadata(directory: str, name: str, manifest: dict, files: list[dict])
     )
     write_json(dataset_path(directory, DATASET_INFO_FILE), info)
     write_json(dataset_path(directory, FEATURES_FILE), tfds_features(strategy.num_options))
+    return [f"{DATASET}/{path}" for path in METADATA_FILES]
