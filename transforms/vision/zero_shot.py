@@ -23,12 +23,13 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 from transforms.files import write_file
 from transforms.trainer.metrics import EVALUATION_SPLITS
 from transforms.vision.contrastive.base import ContrastiveModel, ModelSpec
 from transforms.vision.contrastive.registry import load_model
+from transforms.vision.features import decode
 
 NAMESPACE = "evaluate"
 MISSING, UNREADABLE = "image_missing", "image_unreadable"
@@ -73,16 +74,14 @@ def option_set(instance: dict) -> str:
 
 
 def read_image(path: str) -> Image.Image | str:
-    """The decoded image, or why not (MISSING, UNREADABLE)."""
+    """The decoded image (as dmc-features decodes one), or why not (MISSING, UNREADABLE)."""
     if not FileSystems.exists(path):
         return MISSING
     try:
         with FileSystems.open(path, compression_type="uncompressed") as handle:
-            image = Image.open(io.BytesIO(handle.read()))
-            image.load()
-    except (OSError, UnidentifiedImageError):
+            return decode(handle.read())
+    except (OSError, ValueError):  # decode's: not an image, truncated
         return UNREADABLE
-    return image.convert("RGB")
 
 
 def answer(scores: np.ndarray) -> int:
