@@ -9,8 +9,8 @@ One run per language per session (a module fixture), at a test's size.
 import json
 import os
 import re
+import sys
 import unicodedata
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,14 +20,7 @@ from schemas.records import RawCaption
 from tests.conftest import generated
 from tests.dataset_checks import check_dataset, read_corpus
 from transforms.corpus.languages.registry import LANGUAGES
-from transforms.corpus.read import (
-    LINES,
-    expand_inputs,
-    parse_captions,
-    parse_image_list,
-    parse_lines,
-)
-from transforms.files import read_file
+from transforms.corpus.read import LINES, caption_sample, expand_inputs
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "languages")
 IMAGES = os.path.join(DATA, "images.txt")
@@ -60,14 +53,9 @@ def options_for(language: str, output: str) -> GenerateOptions:
     )
 
 
-def raw_captions(options: GenerateOptions) -> Iterator[RawCaption]:
-    """The captions as written, read the way the run read them."""
-    for position, path in enumerate(expand_inputs(options.input)):
-        if options.input_format == LINES:
-            images = parse_image_list(options.images, read_file(options.images))
-            yield from parse_lines(position, path, read_file(path), images, options.images)
-        else:
-            yield from parse_captions(path, read_file(path))
+def raw_captions(options: GenerateOptions) -> list[RawCaption]:
+    """The captions as written, read the way the run read them (every one of each file)."""
+    return caption_sample(expand_inputs(options.input), sys.maxsize, options.images)
 
 
 def expected_tokens(language: str) -> dict[str, str]:
