@@ -13,6 +13,9 @@ differs between two runs of the same code is normalised first, file by file:
 - ``dataset/README.md`` (the version's card) and ``README.md`` (the root's, the same card):
   the Python and package versions and the git commit they name;
 - ``build/pv/doc2vec.model``: gensim's lifecycle log (times, paths, platform) and training time;
+- ``dataset/statistics.json``: the text-only audit's Text-FFNN training losses per epoch,
+  which the processor's floating-point kernels decide in their last digits (an AMD EPYC
+  and an Intel Xeon write different ones); every accuracy and count is compared as written;
 - ``_COMPLETE``: its completion time.
 
 When a change to the outputs is intended, regenerate the golden file and commit it
@@ -27,6 +30,7 @@ import os
 import pickle
 from collections.abc import Callable
 
+from pipelines.lifecycle import STATISTICS_FILE
 from pipelines.versions import COMPLETE_FILE, MANIFEST_FILE, read_manifest
 from schemas.layout import BUILD, DATASET
 from transforms.report.card import CARD_FILE
@@ -34,8 +38,9 @@ from transforms.report.card import CARD_FILE
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "synthetic_outputs.json")
 MODEL_FILE = f"{BUILD}/pv/doc2vec.model"
 VERSION_CARD = f"{DATASET}/{CARD_FILE}"
+STATISTICS = f"{DATASET}/{STATISTICS_FILE}"
 # Files normalised below, whose size and sha256 in the manifest are then normalised too.
-RUN_DEPENDENT = (VERSION_CARD, MODEL_FILE)
+RUN_DEPENDENT = (VERSION_CARD, MODEL_FILE, STATISTICS)
 NORMALISED = "<normalised>"
 
 
@@ -75,6 +80,23 @@ def normalised_manifest(manifest: dict) -> dict:
         "metrics": metrics,
         "files": files,
     }
+
+
+def normalised_statistics(statistics: dict) -> dict:
+    """The statistics without the audit's training losses (the processor's last digits).
+
+    >>> audit = {"models": [{"selection": {"train_loss_by_epoch": [0.5], "epoch": 1}}]}
+    >>> normalised_statistics({"text_only_audit": audit})["text_only_audit"]["models"]
+    [{'selection': {'train_loss_by_epoch': '<normalised>', 'epoch': 1}}]
+    """
+    audit = statistics["text_only_audit"]
+    models = [
+        {**model, "selection": {**model["selection"], "train_loss_by_epoch": NORMALISED}}
+        if "train_loss_by_epoch" in model["selection"]
+        else model
+        for model in audit.get("models", [])
+    ]
+    return {**statistics, "text_only_audit": {**audit, "models": models}}
 
 
 def normalised_marker(marker: dict) -> dict:
@@ -133,6 +155,7 @@ def normalisers(
         f"{version}/{VERSION_CARD}": card_normaliser(code),
         CARD_FILE: card_normaliser(code),
         f"{version}/{MODEL_FILE}": normalised_model,
+        f"{version}/{STATISTICS}": json_normaliser(normalised_statistics, places),
         f"{version}/{COMPLETE_FILE}": json_normaliser(normalised_marker, places),
     }
 
