@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner, worker_handlers
 from google.protobuf import text_format
@@ -25,6 +25,7 @@ from pipelines.cli import Command, parse_flags
 from pipelines.options import GenerateOptions, LogOptions
 from transforms.errors import NotPublished, input_error_message
 from transforms.progress import is_progress_line, stage_of
+from transforms.threads import child_processes_use, cores, share_of_cores
 
 DISTRIBUTION = "dmc-datasets"
 
@@ -77,15 +78,36 @@ def flush_by_size_only() -> None:
 
 
 def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:
-    """Runs and waits; returns the Beam counters as {"namespace/name": value}."""
-    result = pipeline.run()
-    result.wait_until_finish()
+    """Runs and waits; returns the Beam counters as {"namespace/name": value}.
+
+    Local worker processes each get their share of the cores for their libraries' threads.
+    """
+    with child_processes_use(share_of_cores(local_worker_processes(pipeline.options))):
+        result = pipeline.run()
+        result.wait_until_finish()
     values: dict[str, int] = {}
     for counter in result.metrics().query()["counters"]:
         value = counter.committed if counter.committed is not None else counter.attempted
         key = f"{counter.key.metric.namespace}/{counter.key.metric.name}"
         values[key] = values.get(key, 0) + value
     return dict(sorted(values.items()))
+
+
+def local_worker_processes(options: PipelineOptions) -> int:
+    """How many worker processes Beam's local runner starts (``--direct_num_workers`` in the
+    ``multi_processing`` mode, 0 meaning one per core); 1 for the rest, which run in this
+    process or on other machines.
+
+    >>> local_worker_processes(PipelineOptions(["--direct_num_workers", "2"]))
+    1
+    >>> local_worker_processes(PipelineOptions(
+    ...     ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]))
+    2
+    """
+    direct = options.view_as(DirectOptions)
+    if direct.direct_running_mode != "multi_processing":
+        return 1
+    return direct.direct_num_workers or cores()
 
 
 WORKER_LINES = "apache_beam.runners.portability.local_job_service"  # a worker process's lines

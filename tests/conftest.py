@@ -3,12 +3,22 @@
 import dataclasses
 import json
 import os
+import sys
 
 import pytest
 
-from pipelines.generate import run
-from pipelines.options import GenerateOptions
-from transforms.corpus.synthetic import write_coco
+from transforms.threads import THREAD_VARIABLES
+
+# One thread per library in every test process and every process a test starts (they
+# inherit the environment): set before numpy, faiss or torch start their thread pools. Two
+# test workers share two cores; a pool per core in each would oversubscribe them.
+for _variable in THREAD_VARIABLES:
+    os.environ[_variable] = "1"
+assert "numpy" not in sys.modules, "numpy was imported before its thread count was set"
+
+from pipelines.generate import run  # noqa: E402
+from pipelines.options import GenerateOptions  # noqa: E402
+from transforms.corpus.synthetic import write_coco  # noqa: E402
 
 COCO_VAL2017 = os.path.join(
     os.path.dirname(__file__), "..", "..", "shared", "data", "coco", "captions_val2017.json"

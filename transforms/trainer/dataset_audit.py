@@ -25,6 +25,7 @@ from schemas.layout import PARQUET, shard_pattern
 from transforms.corpus.split import SPLITS
 from transforms.files import read_named_parquet_files
 from transforms.seeds import keyed_int
+from transforms.threads import chosen_threads, limit_torch
 from transforms.trainer.features import (
     INSTANCE_COLUMNS,
     FeatureConfig,
@@ -149,6 +150,7 @@ def audit_dataset(directory: str, config: AuditConfig) -> dict:
     }
     if not examples["train"] or not examples["dev"]:
         return {"skipped": "the learned audit needs train and dev instances"}
+    limit_torch(chosen_threads())  # after the pipeline: the driver has the cores to itself
     data = FitData(*(InMemoryExamples(Batch.stack(examples[split])) for split in ("train", "dev")))
     learned = [name for name in LEARNED_AUDITS if name in FITTERS]
     train = replace(config.train, stage="audit")  # its lines are the audit's

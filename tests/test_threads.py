@@ -1,0 +1,50 @@
+"""Each process's share of the cores: chosen once, handed to worker processes, one in tests."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from transforms.threads import (
+    THREAD_VARIABLES,
+    child_processes_use,
+    chosen_threads,
+    cores,
+    share_of_cores,
+)
+
+
+def test_a_share_is_at_least_one_thread_and_never_more_in_all_than_the_cores():
+    assert share_of_cores(1) == cores()
+    assert share_of_cores(cores()) == 1
+    assert share_of_cores(10 * cores()) == 1
+    assert share_of_cores(0) == cores()
+
+
+def test_a_users_omp_num_threads_wins_over_the_share(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert chosen_threads(processes=8) == 3
+    for unusable in ("", "0", "two"):
+        monkeypatch.setenv("OMP_NUM_THREADS", unusable)
+        assert chosen_threads(processes=1) == cores()
+
+
+def test_worker_processes_get_the_share_and_this_process_keeps_its_own(monkeypatch):
+    for variable in THREAD_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "7")  # the user's: kept
+    show = "import os; print(os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS'])"
+    with child_processes_use(2):
+        printed = subprocess.run(
+            [sys.executable, "-c", show], capture_output=True, text=True, check=True
+        ).stdout
+    assert printed.split() == ["2", "7"]
+    assert "OMP_NUM_THREADS" not in os.environ and os.environ["MKL_NUM_THREADS"] == "7"
+
+
+def test_the_suite_runs_one_thread_per_library():
+    """tests/conftest.py sets it before any library starts its pool."""
+    torch = pytest.importorskip("torch")
+    assert {os.environ[variable] for variable in THREAD_VARIABLES} == {"1"}
+    assert torch.get_num_threads() == 1
