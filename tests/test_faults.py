@@ -1,9 +1,13 @@
 """Fault injection: concurrent runs, damaged versions, and bad inputs as a user meets them.
 
-The command-line cases run the real entry points in subprocesses, so what is
-checked is what a user sees: the exit code and every line on stderr.
+The command-line cases run the entry points' ``main(argv)`` in this process, with
+stderr captured at the file descriptor, and check what a user sees: the exit code
+and every line on stderr. dmc-generate and dmc-train also each run one case as a command,
+in a fresh interpreter, so that what only one prints (import-time warnings, library
+banners) would break a line count too; two concurrent runs are two processes.
 """
 
+import dataclasses
 import gzip
 import json
 import os
@@ -12,10 +16,12 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines import generate, make_corpus, optimize, regenerate, train
 from pipelines.claims import LOCK_FILE
 from pipelines.lifecycle import write_version
 from pipelines.versions import plan_version, verify_version
@@ -38,6 +44,14 @@ def _command(module: str, *args: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=600,
     )
+
+
+def _in_process(capfd, main: Callable[[list[str]], int], *args: str) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of an entry point's ``main(args)`` run in this process."""
+    capfd.readouterr()  # what came before is not the run's
+    code = main(list(args))
+    out, err = capfd.readouterr()
+    return code, out, err
 
 
 def _write(path: pathlib.Path, data: bytes) -> str:
@@ -63,101 +77,163 @@ def _one_caption_changed(tmp: pathlib.Path, corpus: str) -> str:
     return _write(tmp / "reworded.json", json.dumps(data).encode())
 
 
-def _bad_inputs(tmp: pathlib.Path, corpus: str, model: str) -> list[tuple[list[str], str]]:
-    """(generate's arguments, what its one stderr line must contain).
-
-    ``model``: the PV model a run on ``corpus`` saved (``build/pv/doc2vec.model``).
-    """
-    coco = json.dumps(COCO).encode()
-    renamed = {**COCO, "images": [*COCO["images"], {"id": 1, "file_name": "other.jpg"}]}
-    null_id = json.dumps({**COCO, "annotations": [{"id": None, "image_id": 1, "caption": "x"}]})
-    (tmp / "a_directory").mkdir()
-    out = ["--output", str(tmp / "out")]
-    return [
-        (["--input", str(tmp / "a_directory"), *out], f"{tmp / 'a_directory'}: is a directory"),
-        (
-            ["--input", f"{corpus},{_write(tmp / 'empty.json', b'')}", *out],
-            f"{tmp / 'empty.json'}: the file is empty",
-        ),
-        (
-            ["--input", _write(tmp / "null.json", null_id.encode()), *out],
-            "null.json: annotations[0]: 'id' is null",
-        ),
-        (
-            ["--input", f"{_write(tmp / 'a.json', coco)},{_write(tmp / 'b.json', coco)}", *out],
-            f"{tmp / 'b.json'}: the same content (sha256",
-        ),
-        (
-            ["--input", f"{corpus},{_overlapping(tmp, corpus)}", *out, *SMALL_ARGS],
-            f"is in {corpus} and in {tmp / 'overlap.json'}",
-        ),
-        (
-            ["--input", _write(tmp / "renamed.json", json.dumps(renamed).encode()), *out],
-            f"{tmp / 'renamed.json'}: images[2] has id 1 like images[0], with another file "
-            "name (other.jpg and 1.jpg)",
-        ),
-        (
-            ["--input", _one_caption_changed(tmp, corpus), *out, *SMALL_ARGS, "--pv_model", model],
-            f"{model}: the model was trained on other captions (or in another order) than "
-            "this corpus",
-        ),
-        (
-            ["--input", _write(tmp / "nested.json", b'{"images": ' + b"[" * 100_000), *out],
-            f"{tmp / 'nested.json'}: JSON nested too deeply to read",
-        ),
-        (
-            ["--input", _write(tmp / "array.json", b"[]"), *out],
-            f"{tmp / 'array.json'}: a JSON array; a COCO captions file is a JSON object",
-        ),
-        (["--input", corpus, *out, "--neighbors", "20"], "unknown flag --neighbors (did you mean"),
-        (["--input", corpus, *out, "--sead", "7"], "unknown flag --sead (did you mean --seed?)"),
-        (
-            ["--input", corpus, *out, *SMALL_ARGS, "--pv_model", _write(tmp / "a.model", b"x\n")],
-            f"{tmp / 'a.model'}: not a paragraph-vector model",
-        ),
-        (
-            ["--input", corpus, *out, "--pv_model", str(tmp / "no.model")],
-            f"--pv_model {tmp / 'no.model'}: no such file",
-        ),
-        (["--input", corpus, "--output", ""], "--output is empty"),
-        (
-            [
-                "--input",
-                corpus,
-                *out,
-                *SMALL_ARGS,
-                "--pv_min_count",
-                "100000",
-            ],
-            "--pv_min_count 100000 leaves no word to train on",
-        ),
-    ]
+def _directory(path: pathlib.Path) -> str:
+    path.mkdir()
+    return str(path)
 
 
+@dataclasses.dataclass(frozen=True)
+class Given:
+    """What a bad-input case is built from. ``model``: the PV model a run on ``corpus``
+    saved (``build/pv/doc2vec.model``)."""
+
+    tmp: pathlib.Path
+    corpus: str
+    model: str
+
+    @property
+    def out(self) -> list[str]:
+        return ["--output", str(self.tmp / "out")]
+
+
+RENAMED = {**COCO, "images": [*COCO["images"], {"id": 1, "file_name": "other.jpg"}]}
+NULL_ID = {**COCO, "annotations": [{"id": None, "image_id": 1, "caption": "x"}]}
+
+# case -> (generate's arguments, what its one stderr line must contain)
+BAD_INPUTS: dict[str, Callable[[Given], tuple[list[str], str]]] = {
+    "directory": lambda g: (
+        ["--input", _directory(g.tmp / "a_directory"), *g.out],
+        f"{g.tmp / 'a_directory'}: is a directory",
+    ),
+    "empty_file": lambda g: (
+        ["--input", f"{g.corpus},{_write(g.tmp / 'empty.json', b'')}", *g.out],
+        f"{g.tmp / 'empty.json'}: the file is empty",
+    ),
+    "null_id": lambda g: (
+        ["--input", _write(g.tmp / "null.json", json.dumps(NULL_ID).encode()), *g.out],
+        "null.json: annotations[0]: 'id' is null",
+    ),
+    "same_content_twice": lambda g: (
+        [
+            "--input",
+            ",".join(
+                _write(g.tmp / name, json.dumps(COCO).encode()) for name in ("a.json", "b.json")
+            ),
+            *g.out,
+        ],
+        f"{g.tmp / 'b.json'}: the same content (sha256",
+    ),
+    "image_in_two_inputs": lambda g: (
+        ["--input", f"{g.corpus},{_overlapping(g.tmp, g.corpus)}", *g.out, *SMALL_ARGS],
+        # the two files in sorted order, wherever the session's and the test's folders are
+        "is in {} and in {}".format(*sorted([g.corpus, str(g.tmp / "overlap.json")])),
+    ),
+    "image_id_renamed": lambda g: (
+        ["--input", _write(g.tmp / "renamed.json", json.dumps(RENAMED).encode()), *g.out],
+        f"{g.tmp / 'renamed.json'}: images[2] has id 1 like images[0], with another file "
+        "name (other.jpg and 1.jpg)",
+    ),
+    "model_of_other_captions": lambda g: (
+        [
+            "--input",
+            _one_caption_changed(g.tmp, g.corpus),
+            *g.out,
+            *SMALL_ARGS,
+            "--pv_model",
+            g.model,
+        ],
+        f"{g.model}: the model was trained on other captions (or in another order) than "
+        "this corpus",
+    ),
+    "json_nested_too_deeply": lambda g: (
+        ["--input", _write(g.tmp / "nested.json", b'{"images": ' + b"[" * 100_000), *g.out],
+        f"{g.tmp / 'nested.json'}: JSON nested too deeply to read",
+    ),
+    "json_array": lambda g: (
+        ["--input", _write(g.tmp / "array.json", b"[]"), *g.out],
+        f"{g.tmp / 'array.json'}: a JSON array; a COCO captions file is a JSON object",
+    ),
+    "unknown_flag": lambda g: (
+        ["--input", g.corpus, *g.out, "--neighbors", "20"],
+        "unknown flag --neighbors (did you mean",
+    ),
+    "misspelt_flag": lambda g: (
+        ["--input", g.corpus, *g.out, "--sead", "7"],
+        "unknown flag --sead (did you mean --seed?)",
+    ),
+    "not_a_model": lambda g: (
+        ["--input", g.corpus, *g.out, *SMALL_ARGS, "--pv_model", _write(g.tmp / "a.model", b"x\n")],
+        f"{g.tmp / 'a.model'}: not a paragraph-vector model",
+    ),
+    "no_such_model": lambda g: (
+        ["--input", g.corpus, *g.out, "--pv_model", str(g.tmp / "no.model")],
+        f"--pv_model {g.tmp / 'no.model'}: no such file",
+    ),
+    "empty_output": lambda g: (["--input", g.corpus, "--output", ""], "--output is empty"),
+    "no_word_to_train_on": lambda g: (
+        ["--input", g.corpus, *g.out, *SMALL_ARGS, "--pv_min_count", "100000"],
+        "--pv_min_count 100000 leaves no word to train on",
+    ),
+}
+SUBPROCESS_CASE = "no_word_to_train_on"  # through the pipeline, as far as a bad input goes
+
+
+def _model(small_dataset: tuple[str, object]) -> str:
+    return str(pathlib.Path(small_dataset[0]) / "build" / "pv" / "doc2vec.model")
+
+
+def _assert_refused(given: Given, args: list[str], message: str, code: int, stderr: str) -> None:
+    lines = stderr.splitlines()
+    assert (code, len(lines)) == (2, 1), (args, stderr[-3000:])
+    assert lines[0].startswith("error: ") and message in lines[0], (args, lines)
+    assert not (given.tmp / "out" / "latest.txt").exists()
+    # nothing left behind: no version folder, files in one, nor an empty versions/
+    assert not (given.tmp / "out" / "versions").exists(), (args, lines)
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
 def test_bad_inputs_are_one_line_on_stderr_and_exit_code_2(
+    tmp_path, synthetic_corpus, small_dataset, capfd, case
+):
+    given = Given(tmp_path, synthetic_corpus, _model(small_dataset))
+    args, message = BAD_INPUTS[case](given)
+    code, out, err = _in_process(capfd, generate.main, *args)
+    _assert_refused(given, args, message, code, err)
+    assert out == "", args  # no summary, no table
+
+
+def test_a_bad_input_is_one_line_on_stderr_and_exit_code_2_from_the_command(
     tmp_path, synthetic_corpus, small_dataset
 ):
-    model = str(pathlib.Path(small_dataset[0]) / "build" / "pv" / "doc2vec.model")
-    for args, message in _bad_inputs(tmp_path, synthetic_corpus, model):
-        result = _command("generate", *args)
-        lines = result.stderr.splitlines()
-        assert (result.returncode, len(lines)) == (2, 1), (args, result.stderr[-3000:])
-        assert lines[0].startswith("error: ") and message in lines[0], (args, lines)
-        assert not (tmp_path / "out" / "latest.txt").exists()
-        # nothing left behind: no version folder, files in one, nor an empty versions/
-        assert not (tmp_path / "out" / "versions").exists(), (args, lines)
+    """As a user meets it: a fresh interpreter, its imports and Beam's pipeline included."""
+    given = Given(tmp_path, synthetic_corpus, _model(small_dataset))
+    args, message = BAD_INPUTS[SUBPROCESS_CASE](given)
+    result = _command("generate", *args)
+    _assert_refused(given, args, message, result.returncode, result.stderr)
 
 
-def test_misspelt_flags_are_refused_by_every_entry_point(tmp_path):
-    for module, args in [
-        ("regenerate", ["--input", "a", "--output", "o", "--n_devv", "5"]),
-        ("train", ["--dataset", "d", "--output", "o", "--epoch", "5"]),
-        ("optimize", ["--input", "a", "--output", "o", "--pv_dim_gird", "5"]),
-        ("make_corpus", ["--output", str(tmp_path / "c.json"), "--num_image", "5"]),
-    ]:
-        result = _command(module, *args)
-        assert result.returncode == 2, (module, result.stderr[-2000:])
-        assert "(did you mean --" in (result.stdout + result.stderr), module
+# entry point -> (its main, arguments with one flag misspelt)
+MISSPELT_FLAGS = {
+    "regenerate": (regenerate.main, ["--input", "a", "--output", "o", "--n_devv", "5"]),
+    "train": (train.main, ["--dataset", "d", "--output", "o", "--epoch", "5"]),
+    "optimize": (optimize.main, ["--input", "a", "--output", "o", "--pv_dim_gird", "5"]),
+    "make_corpus": (make_corpus.main, ["--output", "{tmp}/c.json", "--num_image", "5"]),
+}
+
+
+@pytest.mark.parametrize("module", MISSPELT_FLAGS)
+def test_misspelt_flags_are_refused_by_every_entry_point(tmp_path, capfd, module):
+    main, args = MISSPELT_FLAGS[module]
+    code, out, err = _in_process(capfd, main, *(arg.format(tmp=tmp_path) for arg in args))
+    assert code == 2, (module, out, err[-2000:])
+    [line] = (out + err).splitlines()  # regenerate's is its one line for the log, on stdout
+    assert "(did you mean --" in line, module
+
+
+def test_a_misspelt_flag_is_refused_by_the_command(tmp_path):
+    result = _command("train", *MISSPELT_FLAGS["train"][1])
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr[-2000:]
+    assert result.stderr.splitlines() == ["error: unknown flag --epoch (did you mean --epochs?)"]
 
 
 def test_bom_and_gzip_inputs_are_read(tmp_path):
@@ -202,14 +278,17 @@ def _shard(version: pathlib.Path) -> pathlib.Path:
     ],
     ids=["deleted", "truncated", "altered"],
 )
-def test_a_damaged_shard_is_refused_by_verify_and_by_train(damaged, tmp_path, damage, message):
+def test_a_damaged_shard_is_refused_by_verify_and_by_train(
+    damaged, tmp_path, capfd, damage, message
+):
     shard = _shard(damaged)
     damage(shard)
     with pytest.raises(InputError, match=f"{shard}: {message}"):
         verify_version(str(damaged))
-    result = _command("train", "--dataset", str(damaged), "--output", str(tmp_path / "t"))
-    assert result.returncode == 2
-    [line] = result.stderr.splitlines()
+    args = ["--dataset", str(damaged), "--output", str(tmp_path / "t")]
+    code, _, err = _in_process(capfd, train.main, *args)
+    assert code == 2
+    [line] = err.splitlines()
     assert line.startswith(f"error: {shard}: {message}")
 
 
@@ -233,27 +312,29 @@ def test_a_version_without_a_file_list_is_refused(damaged):
 
 
 def test_a_versions_folder_that_cannot_be_written_is_refused_before_any_work(
-    tmp_path, synthetic_corpus
+    tmp_path, synthetic_corpus, capfd
 ):
     # As root, permissions do not stop a write; a file where the folder should be does.
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "versions").write_text("")
-    result = _command("generate", "--input", synthetic_corpus, "--output", str(tmp_path / "out"))
-    assert (result.returncode, result.stderr.splitlines()) == (
+    args = ["--input", synthetic_corpus, "--output", str(tmp_path / "out")]
+    code, _, err = _in_process(capfd, generate.main, *args)
+    assert (code, err.splitlines()) == (
         2,
         [f"error: {tmp_path / 'out' / 'versions'}: is a file; give a directory to write into"],
     )
 
 
-def test_train_refuses_a_file_as_output_before_fitting(small_dataset, tmp_path):
+def test_train_refuses_a_file_as_output_before_fitting(small_dataset, tmp_path, capfd):
     output = _write(tmp_path / "a_file", b"")
-    result = _command("train", "--dataset", small_dataset[0], "--output", output)
-    assert (result.returncode, result.stderr.strip()) == (
+    code, _, err = _in_process(capfd, train.main, "--dataset", small_dataset[0], "--output", output)
+    assert (code, err.strip()) == (
         2,
         f"error: {output}: is a file; give a directory to write into",
     )
 
 
+@pytest.mark.slow
 def test_two_runs_of_one_version_never_publish_a_broken_one(synthetic_corpus, tmp_path):
     root = tmp_path / "out"
     args = ["-m", "pipelines.generate", "--input", synthetic_corpus, "--output", str(root)]
