@@ -1,8 +1,9 @@
 """A new user's first minutes: the manual's loading snippets, the dataset card, stock readers.
 
-The snippets are taken from docs/output.md as written and run in a fresh interpreter
-against an output root that holds two versions, so a snippet that reads both
-(or none) fails here as it would for a user.
+The snippets are taken from docs/output.md and the cards as written and run in a fresh
+interpreter (those of one test in one, each as its own ``__main__``) against an output
+root that holds two versions, so a snippet that reads both (or none) fails here as it
+would for a user.
 """
 
 import ast
@@ -21,11 +22,10 @@ import yaml
 
 from pipelines.generate import run
 from pipelines.manifest import language_record
-from pipelines.options import GenerateOptions
 from schemas.instance import FIELDS
 from schemas.layout import FEATURE_SPEC_FILE, PARQUET, TFRECORD, dataset_path, shard_pattern
 from schemas.tf_example import tfrecord_feature_spec
-from tests.conftest import SMALL
+from tests.conftest import copied_into
 from tests.dataset_checks import SPLITS, read_parquet
 from tests.tfrecord_reader import parse_example, read_records
 from transforms.corpus.languages.registry import LANGUAGES
@@ -37,12 +37,15 @@ OUTPUT_PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "output.
 
 
 @pytest.fixture(scope="module")
-def two_versions(synthetic_corpus, tmp_path_factory) -> tuple[pathlib.Path, str, str]:
-    """(output root, older version directory, latest version directory)."""
+def two_versions(shared, small_closed_sets, tmp_path_factory) -> tuple[pathlib.Path, str, str]:
+    """(output root, older version directory, latest version directory): the shared versions
+    of seeds 0 and 1, copied to a root of the module's own and made the latest in turn."""
     root = tmp_path_factory.mktemp("loading")
-    options = GenerateOptions(input=synthetic_corpus, output=str(root), **SMALL)
-    older = run(options).version.directory
-    latest = run(dataclasses.replace(options, seed=1)).version.directory
+    options = dataclasses.replace(small_closed_sets[1], output=str(root))
+    seeds = (options, dataclasses.replace(options, seed=1))
+    for each in seeds:
+        copied_into(shared.version(dataclasses.replace(each, output=""))[0], root)
+    older, latest = (run(each).version.directory for each in seeds)  # up to date, each
     return root, older, latest
 
 
@@ -66,8 +69,25 @@ def imported(code: str) -> list[str]:
     return [n.names[0].name for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Import)]
 
 
-def run_in(snippet: str, folder: pathlib.Path, tmp_path: pathlib.Path) -> str:
-    """Runs a snippet as written with ``folder`` as the working directory; returns stdout."""
+END_OF_SNIPPET = "\0end of snippet\0"  # a line no snippet prints
+# Runs each snippet as ``python -c`` would: a module __main__ of its own, argv ["-c"], the
+# working directory the folder given; then prints END_OF_SNIPPET, so each one's stdout is
+# its own. One interpreter for several snippets: their imports are paid once.
+SNIPPETS_RUNNER = f"""
+import json, os, sys, types
+snippets, folder = json.loads(sys.argv[1]), os.getcwd()
+for number, snippet in enumerate(snippets):
+    sys.argv[:] = ["-c"]
+    os.chdir(folder)
+    sys.modules["__main__"] = main = types.ModuleType("__main__")
+    exec(compile(snippet, f"<snippet {{number}}>", "exec"), main.__dict__)
+    print({END_OF_SNIPPET!r}, flush=True)
+"""
+
+
+def run_in(snippets: list[str], folder: pathlib.Path, tmp_path: pathlib.Path) -> list[str]:
+    """Runs snippets as written, one after another in one fresh interpreter, each with
+    ``folder`` as the working directory; returns the stdout of each."""
     env = {
         **os.environ,
         "HF_HOME": str(tmp_path / "hf"),  # no cache shared with other runs
@@ -75,7 +95,7 @@ def run_in(snippet: str, folder: pathlib.Path, tmp_path: pathlib.Path) -> str:
         "HF_HUB_OFFLINE": "1",
     }
     result = subprocess.run(
-        [sys.executable, "-c", snippet],
+        [sys.executable, "-c", SNIPPETS_RUNNER, json.dumps(snippets)],
         capture_output=True,
         text=True,
         cwd=folder,
@@ -83,12 +103,14 @@ def run_in(snippet: str, folder: pathlib.Path, tmp_path: pathlib.Path) -> str:
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout
+    *printed, rest = result.stdout.split(f"{END_OF_SNIPPET}\n")
+    assert (len(printed), rest) == (len(snippets), ""), result.stdout[-3000:]
+    return printed
 
 
-def run_snippet(snippet: str, root: pathlib.Path, tmp_path: pathlib.Path) -> str:
-    """Runs a manual's snippet as a user would, with OUTPUT replaced by ``root``."""
-    return run_in(snippet.replace("OUTPUT", str(root)), tmp_path, tmp_path)
+def run_snippets(snippets: list[str], root: pathlib.Path, tmp_path: pathlib.Path) -> list[str]:
+    """Runs a manual's snippets as a user would, with OUTPUT replaced by ``root``."""
+    return run_in([each.replace("OUTPUT", str(root)) for each in snippets], tmp_path, tmp_path)
 
 
 def statistics(version: str) -> dict:
@@ -103,7 +125,7 @@ def test_latest_is_a_path_and_pandas_reads_one_split_of_it(two_versions, tmp_pat
     root, _, latest = two_versions
     assert (root / "latest").resolve() == pathlib.Path(dataset_path(latest)).resolve()
     assert (root / "latest.txt").read_text().strip() == pathlib.Path(latest).name
-    printed = run_snippet(loading_snippets()["pandas"], root, tmp_path)
+    [printed] = run_snippets([loading_snippets()["pandas"]], root, tmp_path)
     count = statistics(latest)["splits"]["dev"]["instances"]
     assert printed.split()[0] == str(count)
 
@@ -112,7 +134,9 @@ def test_datasets_and_a_dataloader_read_the_latest_version_only(two_versions, tm
     root, older, latest = two_versions
     snippet = loading_snippets()["datasets"]
     sizes = "print(json.dumps({split: len(rows) for split, rows in dataset.items()}))"
-    printed = run_snippet(f"import json\n{snippet}\n{sizes}\n", root, tmp_path).splitlines()
+    at_root = snippet.replace('load_dataset("OUTPUT/latest")', 'load_dataset("OUTPUT")')
+    runs = [f"import json\n{code}\n{sizes}\n" for code in (snippet, at_root)]  # one interpreter
+    printed, at_root_printed = (out.splitlines() for out in run_snippets(runs, root, tmp_path))
     expected = {
         split: values["instances"] for split, values in statistics(latest)["splits"].items()
     }
@@ -120,9 +144,7 @@ def test_datasets_and_a_dataloader_read_the_latest_version_only(two_versions, tm
     assert expected != {s: v["instances"] for s, v in statistics(older)["splits"].items()}
     assert printed[0].startswith("32 5 ")  # a batch of 32 instances, 5 options each
 
-    at_root = snippet.replace('load_dataset("OUTPUT/latest")', 'load_dataset("OUTPUT")')
-    printed = run_snippet(f"import json\n{at_root}\n{sizes}\n", root, tmp_path).splitlines()
-    assert json.loads(printed[-1]) == expected  # the root's card: the latest, never both
+    assert json.loads(at_root_printed[-1]) == expected  # the root's card: the latest, never both
 
 
 def test_the_tf_data_snippet_parses_and_its_spec_matches_every_record(two_versions):
@@ -214,7 +236,8 @@ def test_every_card_snippet_runs_as_written_from_the_cards_folder(two_versions, 
     counts = {split: values["instances"] for split, values in statistics(latest)["splits"].items()}
     snippets = card_snippets(folder / "README.md")
     assert set(snippets) == {"pandas", "datasets", "polars", "duckdb"}
-    printed = {name: run_in(code, folder, tmp_path).strip() for name, code in snippets.items()}
+    outputs = run_in(list(snippets.values()), folder, tmp_path)  # one interpreter, all four
+    printed = {name: output.strip() for name, output in zip(snippets, outputs, strict=True)}
     assert printed["pandas"] == str(counts["dev"])
     assert ast.literal_eval(printed["datasets"]) == counts
     assert printed["polars"] == str(counts["train"])
