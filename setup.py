@@ -79,6 +79,11 @@ setuptools.setup(
         # they use too, comes with the train extra); polars, duckdb: so are the dataset card's
         "test": [
             "pytest>=8",
+            # two test workers, tests sharing a module's fixtures kept on one (--dist loadgroup),
+            # and the lock by which they make each shared corpus and version once
+            # (tests/conftest.py)
+            "pytest-xdist>=3.6",
+            "filelock>=3.12",
             "ruff>=0.6",
             "gcp-storage-emulator>=2024.8",
             "pandas>=2",

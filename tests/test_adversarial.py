@@ -12,7 +12,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipelines.options import GenerateOptions
 from schemas.layout import build_path, dataset_path
 from schemas.records import Reserved, Selection
-from tests.conftest import SMALL, generated
+from tests.conftest import SMALL
 from tests.dataset_checks import check_dataset
 from tests.test_strategies import corpus_ref, strategy
 from transforms.errors import InputError
@@ -187,13 +187,11 @@ def test_options_refuse_adversarial_rounds_for_unfilterable_strategies_and_negat
     assert config.reserve == 8
 
 
-def test_generate_with_adversarial_rounds_fools_its_model_and_stays_valid(
-    synthetic_corpus, tmp_path
-):
+def test_generate_with_adversarial_rounds_fools_its_model_and_stays_valid(shared, synthetic_corpus):
     options = GenerateOptions(
-        input=synthetic_corpus, output=str(tmp_path), decoys="mcic", adversarial_rounds=2, **SMALL
+        input=synthetic_corpus, output="", decoys="mcic", adversarial_rounds=2, **SMALL
     )
-    directory, options = generated(options)
+    directory, options = shared.version(options)
     check_dataset(options, sample=40)  # instances, validity (nltk), positive Score, formats
     with open(dataset_path(directory, "statistics.json")) as handle:
         statistics = json.load(handle)

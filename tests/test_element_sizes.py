@@ -13,7 +13,7 @@ from apache_beam.metrics import monitoring_infos
 
 from pipelines.generate import build_pipeline
 from pipelines.options import GenerateOptions
-from tests.conftest import TRAINING, written_corpus
+from tests.conftest import TRAINING
 from transforms.corpus import store
 from transforms.dataset import write
 
@@ -49,10 +49,11 @@ def element_sizes(corpus: str, output: str) -> dict[str, tuple[int, int]]:
 
 
 @pytest.fixture(scope="module")
-def twice_the_images(tmp_path_factory) -> str:
-    return written_corpus(tmp_path_factory, seed=1, num_images=2000)
+def twice_the_images(shared) -> str:
+    return shared.corpus(seed=1, num_images=2000)
 
 
+@pytest.mark.slow
 def test_no_element_grows_with_the_corpus(training_corpus, twice_the_images, tmp_path, monkeypatch):
     monkeypatch.setattr(store, "PART_SIZE", 1000)
     monkeypatch.setattr(write, "SHARD_CAPTIONS", 1000)

@@ -16,7 +16,7 @@ import pytest
 from pipelines.evaluate import SCORES_FILE, TABLE_FILE, run
 from pipelines.options import EvaluateOptions, GenerateOptions
 from schemas.layout import PARQUET, shard_pattern
-from tests.conftest import SMALL, generated
+from tests.conftest import SMALL
 from transforms.corpus.split import SPLITS
 from transforms.errors import InputError
 from transforms.files import list_files
@@ -171,9 +171,8 @@ def test_random_weights_answer_at_chance(small_dataset, evaluate):
     assert "set score" not in table  # mcic instances are not in sets
 
 
-def test_closed_sets_report_the_set_score(synthetic_corpus, tmp_path_factory, evaluate):
-    output = str(tmp_path_factory.mktemp("closed_sets_small"))
-    version, _ = generated(GenerateOptions(input=synthetic_corpus, output=output, **SMALL))
+def test_closed_sets_report_the_set_score(small_closed_sets, evaluate):
+    version, _ = small_closed_sets
     metrics, scores = evaluate(version)
     row = model_row(metrics)
     for split in EVALUATION_SPLITS:
@@ -217,6 +216,7 @@ def test_missing_images_are_counted_not_dropped(small_dataset, evaluate, tmp_pat
     assert f"dev {expected}" in table
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decoys", list(STRATEGIES))
 def test_every_strategy_evaluates(decoys, strategy_dataset, evaluate):
     version, _ = strategy_dataset(decoys)
@@ -264,10 +264,9 @@ def fine_tune(checkpoint: str, version: str, images: str, steps: int) -> str:
     return checkpoint
 
 
-def test_fine_tuned_clip_beats_chance(synthetic_corpus, tmp_path_factory, evaluate):
-    output = str(tmp_path_factory.mktemp("random_small"))
-    options = GenerateOptions(input=synthetic_corpus, output=output, decoys="random", **SMALL)
-    version, _ = generated(options)
+def test_fine_tuned_clip_beats_chance(shared, synthetic_corpus, tmp_path_factory, evaluate):
+    options = GenerateOptions(input=synthetic_corpus, output="", decoys="random", **SMALL)
+    version, _ = shared.version(options)
     texts = [option for row in instances(version) for option in row["options"]]
     checkpoint = tiny_clip(str(tmp_path_factory.mktemp("tuned")), words(texts))
     images = draw_images(version, str(tmp_path_factory.mktemp("tuned_images")))

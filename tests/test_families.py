@@ -10,7 +10,7 @@ import pytest
 from pipelines.make_corpus import main as make_corpus
 from pipelines.options import GenerateOptions
 from schemas.layout import dataset_path
-from tests.conftest import SMALL, generated
+from tests.conftest import SMALL, Shared
 from tests.dataset_checks import SPLITS, check_dataset, read_corpus, read_parquet, written_dataset
 from transforms.language.forced_choice_tasks import OTHER_CAPTIONS
 from transforms.strategies.closed_sets import ClosedSets
@@ -19,11 +19,12 @@ from transforms.strategies.mcic import Mcic
 from transforms.strategies.registry import STRATEGIES
 
 
-def family_dataset(corpus: str, directory: str, decoys: str, **changes) -> GenerateOptions:
-    options = GenerateOptions(input=corpus, output=directory, decoys=decoys, **SMALL, **changes)
-    return generated(options)[1]
+def family_dataset(shared: Shared, corpus: str, decoys: str, **changes) -> GenerateOptions:
+    options = GenerateOptions(input=corpus, output="", decoys=decoys, **SMALL, **changes)
+    return shared.version(options)[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decoys", list(STRATEGIES))
 def test_every_strategy_writes_a_dataset_that_passes_the_common_checks_and_its_own(
     strategy_dataset, decoys
@@ -82,16 +83,15 @@ def test_madlibs_easy_has_four_options_and_its_audit_a_chance_of_one_in_four(str
     assert statistics["text_only_audit"]["chance"] == pytest.approx(0.25)
 
 
-def test_madlibs_hard_decoys_come_from_the_images_closest_to_the_targets_objects(tmp_path):
+@pytest.mark.slow
+def test_madlibs_hard_decoys_come_from_the_images_closest_to_the_targets_objects(shared, tmp_path):
     corpus = str(tmp_path / "captions_synthetic.json")
     instances = str(tmp_path / "instances_synthetic.json")
     make_corpus(
         ["--output", corpus, "--num_images", "300", "--seed", "0", "--instances", instances]
     )
     for objects in (instances, ""):
-        options = family_dataset(
-            corpus, str(tmp_path / f"hard{bool(objects)}"), "madlibs_hard", objects=objects
-        )
+        options = family_dataset(shared, corpus, "madlibs_hard", objects=objects)
         rows = check_dataset(options, sample=20)
         with open(dataset_path(options.output, "statistics.json")) as handle:
             report = json.load(handle)["strategy"]["same_objects"]

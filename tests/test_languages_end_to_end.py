@@ -17,7 +17,6 @@ import pytest
 from pipelines.options import GenerateOptions
 from schemas.layout import dataset_path
 from schemas.records import RawCaption
-from tests.conftest import generated
 from tests.dataset_checks import check_dataset, read_corpus
 from transforms.corpus.languages.registry import LANGUAGES
 from transforms.corpus.read import LINES, caption_sample, expand_inputs
@@ -73,14 +72,13 @@ def test_each_tokeniser_gives_the_tokens_written_by_hand(language):
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory) -> dict:
+def made(shared) -> dict:
     """language -> (language, options, corpus rows) of its run, made once for the module."""
     runs: dict[str, tuple[str, GenerateOptions, list[dict]]] = {}
 
     def run(language: str) -> tuple[str, GenerateOptions, list[dict]]:
         if language not in runs:
-            output = str(tmp_path_factory.mktemp(language))
-            _, options = generated(options_for(language, output))
+            _, options = shared.version(options_for(language, ""))
             runs[language] = language, options, read_corpus(options.output)
         return runs[language]
 

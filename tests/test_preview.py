@@ -22,7 +22,7 @@ from matplotlib.image import imsave
 from pipelines.options import GenerateOptions
 from pipelines.preview import INDEX_FILE, main
 from schemas.layout import PARQUET, shard_pattern
-from tests.conftest import SMALL_MCIC, generated
+from tests.conftest import SMALL_MCIC
 from tests.gcs_emulator import PROJECT, gcs_servers
 from transforms.corpus.split import SPLITS
 from transforms.report.preview import (
@@ -292,7 +292,7 @@ URL_PREFIX = "http://images.invalid/"  # .invalid never resolves (RFC 2606)
 
 
 @pytest.fixture(scope="module")
-def dataset_with_urls(synthetic_corpus, tmp_path_factory) -> str:
+def dataset_with_urls(shared, synthetic_corpus, tmp_path_factory) -> str:
     """small_dataset's corpus and options, a coco_url on every third image: the synthetic
     corpus has none, so without it no instance would show an image by URL."""
     with open(synthetic_corpus, encoding="utf-8") as handle:
@@ -301,8 +301,7 @@ def dataset_with_urls(synthetic_corpus, tmp_path_factory) -> str:
         image["coco_url"] = URL_PREFIX + image["file_name"]
     path = tmp_path_factory.mktemp("corpus_with_urls") / "captions_with_urls.json"
     path.write_text(json.dumps(corpus), encoding="utf-8")
-    output = str(tmp_path_factory.mktemp("preview_dataset"))
-    return generated(GenerateOptions(input=str(path), output=output, **SMALL_MCIC))[0]
+    return shared.version(GenerateOptions(input=str(path), output="", **SMALL_MCIC))[0]
 
 
 def read_split(version: str, split: str) -> list[dict]:

@@ -28,7 +28,7 @@ from pipelines.rate import (
 from pipelines.versions import completed_dataset, read_manifest, verify_version
 from schemas.layout import PARQUET, shard_pattern
 from tests.browser import Browser
-from tests.conftest import SMALL, generated
+from tests.conftest import SMALL
 from tests.version_checks import version_files
 from transforms.errors import InputError
 from transforms.files import read_parquet_files
@@ -674,14 +674,12 @@ def test_help_names_the_subcommand_and_promises_no_beam_options(name, capsys):
 
 
 def test_four_option_instances_are_asked_scored_and_filtered_as_four(
-    synthetic_corpus, tmp_path, capsys
+    shared, synthetic_corpus, tmp_path, capsys
 ):
     """madlibs_easy (k = 4): four options shown, the key 5 does nothing, chance is 25%, and
     the subset is a four-option version (no MCIC text files, which hold five)."""
-    options = GenerateOptions(
-        input=synthetic_corpus, output=str(tmp_path / "easy"), decoys="madlibs_easy", **SMALL
-    )
-    version = generated(options)[0]
+    options = GenerateOptions(input=synthetic_corpus, output="", decoys="madlibs_easy", **SMALL)
+    version = shared.version(options)[0]
     job_folder = tmp_path / "job"
     (tmp_path / "images").mkdir()
     counts = ["--instances", str(INSTANCES), "--training", str(TRAINING_ITEMS)]

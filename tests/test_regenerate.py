@@ -4,11 +4,16 @@ import json
 import os
 import pathlib
 import re
+from functools import partial
 
+import pytest
+
+from pipelines import regenerate
 from pipelines.generate import main as generate
+from pipelines.options import TrainOptions
 from pipelines.regenerate import changes, main
 from pipelines.versions import verify_version
-from tests.conftest import SMALL
+from tests.conftest import SMALL, SMALL_TRAINING
 from tests.version_checks import failure_after_a_train_shard
 
 MANIFEST = {"inputs": [{"path": "a.json", "sha256": "1"}], "options": {"seed": 0, "output": "x"}}
@@ -121,7 +126,10 @@ def test_the_audit_gate_holds_a_leaking_version_back_run_after_run(
     assert (root / "latest.txt").read_text().strip() == match[1]
 
 
-def test_train_evaluates_each_version_once(synthetic_corpus, tmp_path, capsys):
+@pytest.mark.slow
+def test_train_evaluates_each_version_once(synthetic_corpus, tmp_path, capsys, monkeypatch):
+    # the trainer at test_train's small sizes: what is checked is that it runs once per version
+    monkeypatch.setattr(regenerate, "TrainOptions", partial(TrainOptions, **SMALL_TRAINING))
     root = tmp_path / "out"
     args = ["--train", "--input", synthetic_corpus, "--output", str(root), "--seed", "3"]
     args += [f"--{name}={value}" for name, value in SMALL.items()]
@@ -131,6 +139,7 @@ def test_train_evaluates_each_version_once(synthetic_corpus, tmp_path, capsys):
     assert first.endswith(f"; evaluated into {version / 'evaluation'}")
     metrics = json.loads((version / "evaluation" / "metrics.json").read_text())
     assert metrics["dataset"] == str(version)
+    assert metrics["options"] == {**metrics["options"], **SMALL_TRAINING}
     assert main(args) == 0
     assert (
         capsys.readouterr().out.strip().endswith(f"; evaluated before, in {version / 'evaluation'}")

@@ -16,7 +16,7 @@ from pipelines.cli.tables import markdown_table
 from pipelines.options import GenerateOptions
 from pipelines.options.generate import READ_BY, RunOptions, with_strategy_options
 from schemas.options import Group, option
-from tests.conftest import SMALL, generated
+from tests.conftest import SMALL
 from tests.dataset_checks import check_dataset
 from tests.example_strategy import SameLength
 from transforms.errors import InputError
@@ -105,11 +105,11 @@ def test_the_example_strategy_reaches_decoys_help_the_manual_and_validation(regi
 
 
 def test_the_example_strategy_writes_a_dataset_that_passes_every_check(
-    registered, coco_subset, tmp_path
+    registered, shared, coco_subset
 ):
     options = registered(
-        input=coco_subset, output=str(tmp_path), decoys="same_length", length_slack=1, **SMALL
+        input=coco_subset, output="", decoys="same_length", length_slack=1, **SMALL
     )
-    _, options = generated(options)
+    _, options = shared.version(options)
     rows = check_dataset(options, sample=10)  # runs SameLength's invariant too
     assert sum(len(split) for split in rows.values()) > 1000

@@ -16,7 +16,7 @@ from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
 from pipelines.regenerate import main as regenerate
 from pipelines.versions import COMPLETE_FILE, completed_dataset, link_latest, version_name
-from tests.conftest import SMALL, SMALL_MCIC
+from tests.conftest import SMALL, SMALL_MCIC, copied_into
 from tests.dataset_checks import check_dataset
 from tests.version_checks import failure_after_a_train_shard, same_but_the_name, version_files
 from transforms.errors import InputError
@@ -48,14 +48,16 @@ def test_version_names_follow_content_not_location():
     assert labelled == f"coco2014-{name}"
 
 
-def test_rerun_is_up_to_date_and_force_writes_an_identical_new_version(small_dataset, capsys):
-    first, options = small_dataset
-    root = os.path.dirname(os.path.dirname(first))
-    assert completed_dataset(root) == first
-    args = ["--input", options.input, "--output", root]
+def test_rerun_is_up_to_date_and_force_writes_an_identical_new_version(
+    small_dataset, tmp_path, capsys
+):
+    first = copied_into(small_dataset[0], tmp_path)
+    root = str(tmp_path)
+    args = ["--input", small_dataset[1].input, "--output", root]
     args += [f"--{name}={value}" for name, value in SMALL_MCIC.items()]
     assert main(args) == 0
     assert capsys.readouterr().out.startswith(f"up to date: {first}")
+    assert completed_dataset(root) == first
     assert main([*args, "--force", "--direct_num_workers", "2"]) == 0
     second = f"{first}.2"
     assert _latest(root) == os.path.basename(second)
@@ -64,10 +66,13 @@ def test_rerun_is_up_to_date_and_force_writes_an_identical_new_version(small_dat
     assert any(name.endswith(".parquet") for name in version_files(first))
 
 
-def test_a_failed_run_leaves_latest_alone_and_the_next_run_completes(synthetic_corpus, tmp_path):
+def test_a_failed_run_leaves_latest_alone_and_the_next_run_completes(
+    small_closed_sets, synthetic_corpus, tmp_path
+):
     root = str(tmp_path / "out")
+    copied_into(small_closed_sets[0], tmp_path / "out")
     options = GenerateOptions(input=synthetic_corpus, output=root, **SMALL)
-    old = run(options).version
+    old = run(options).version  # up to date: made the latest
     old_files = version_files(old.directory)
     changed = dataclasses.replace(
         options, input=_changed_corpus(synthetic_corpus, tmp_path / "changed.json")
@@ -90,6 +95,7 @@ def test_a_failed_run_leaves_latest_alone_and_the_next_run_completes(synthetic_c
     check_dataset(dataclasses.replace(changed, output=new.directory), sample=10)
 
 
+@pytest.mark.slow
 def test_a_killed_run_is_never_published(synthetic_corpus, tmp_path):
     root = tmp_path / "out"
     args = [sys.executable, "-m", "pipelines.generate", "--input", synthetic_corpus]
@@ -122,10 +128,11 @@ def test_readers_get_a_clear_error_where_there_is_no_dataset(tmp_path):
 
 
 def test_after_a_repair_with_force_the_plain_command_and_regenerate_are_up_to_date(
-    synthetic_corpus, tmp_path, capsys
+    small_closed_sets, synthetic_corpus, tmp_path, capsys
 ):
     """The scheduler's loop: damage -> plain (refused) -> --force -> plain -> regenerate."""
     root = str(tmp_path / "out")
+    copied_into(small_closed_sets[0], tmp_path / "out")
     args = ["--input", synthetic_corpus, "--output", root]
     args += [f"--{name}={value}" for name, value in SMALL.items()]
     assert main(args) == 0
@@ -187,6 +194,7 @@ def _snapshot(root: pathlib.Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_a_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_nothing(
     synthetic_corpus, tmp_path
 ):
