@@ -16,6 +16,7 @@ import threading
 import time
 
 import pyarrow.parquet as pq
+import pytest
 
 from benchmarks import growth, scale
 from pipelines.versions import completed_dataset, read_manifest
@@ -26,6 +27,7 @@ def cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
 
+@pytest.mark.slow
 def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     # One OpenMP thread in the generate run: its text-only audit (torch) on 2 threads took
     # 43-168 s where 1 took 14 s when other processes shared the 2 cores. Timing only.

@@ -2,10 +2,13 @@
 
 import json
 
+import pytest
+
 from schemas.layout import dataset_path
 from tests.dataset_checks import check_dataset
 
 
+@pytest.mark.slow
 def test_coco_val2017_with_default_options(coco_dataset):
     output, options = coco_dataset
     assert (options.n_dev, options.n_test, options.neighbours) == (2000, 2000, 500)

@@ -129,6 +129,7 @@ def test_missing_permissions_are_named(gcs, corpus_in_bucket, capsys, monkeypatc
     )
 
 
+@pytest.mark.slow
 def test_a_failed_gcs_run_is_not_published_and_the_next_one_clears_it(gcs, corpus_in_bucket):
     client, _ = gcs
     options = GenerateOptions(
@@ -158,6 +159,7 @@ def _wait_for(condition, seconds: float) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_a_killed_gcs_run_is_not_published_and_a_rerun_takes_over_its_claim(
     gcs, corpus_in_bucket, tmp_path
 ):
@@ -208,6 +210,7 @@ def test_a_killed_gcs_run_is_not_published_and_a_rerun_takes_over_its_claim(
     assert not any(name.endswith(LOCK_FILE) or ".stale-" in name for name in names())
 
 
+@pytest.mark.slow
 def test_a_gcs_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_nothing(
     gcs, corpus_in_bucket
 ):

@@ -137,6 +137,7 @@ def generate_stderr(corpus: str, output, flags: str, capfd) -> str:
     return capfd.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_multi_processing_run_shows_its_workers_progress_and_no_beam_warning(
     tiny_corpus, tmp_path, capfd
 ):

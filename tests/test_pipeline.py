@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 from schemas.layout import corpus_folder, dataset_path
 from tests.dataset_checks import check_dataset
@@ -16,6 +17,7 @@ def test_synthetic_dataset_invariants(small_dataset):
     assert sum(len(r) for r in rows.values()) > 1000
 
 
+@pytest.mark.slow
 def test_split_pool_draws_decoys_from_the_targets_split_on_two_workers(small_dataset_split_pool):
     check_dataset(small_dataset_split_pool[1], sample=40)
 

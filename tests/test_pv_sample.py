@@ -112,6 +112,7 @@ def _pipeline_run(output: pathlib.Path, beam_args: list[str]) -> None:
         )
 
 
+@pytest.mark.slow
 def test_a_sampled_corpus_is_byte_identical_on_one_and_two_workers(tmp_path, monkeypatch):
     monkeypatch.setattr(store, "PART_SIZE", 64)  # the captions reach training in 13+ parts
     _pipeline_run(tmp_path / "one", [])

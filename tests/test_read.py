@@ -124,8 +124,14 @@ def test_cli_reports_an_empty_corpus(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "runner_args",
-    [[], ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]],
-    ids=["in-process", "worker-processes"],
+    [
+        pytest.param([], id="in-process"),
+        pytest.param(
+            ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"],
+            id="worker-processes",
+            marks=pytest.mark.slow,
+        ),
+    ],
 )
 def test_cli_reports_a_corpus_too_small_for_n_in_one_line(
     tmp_path, capsys, synthetic_corpus, runner_args

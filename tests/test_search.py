@@ -112,6 +112,7 @@ def test_generate_optimize_uses_and_records_the_winners(synthetic_corpus, tmp_pa
     assert manifest["metrics"]["corpus/captions"] > 0
 
 
+@pytest.mark.slow
 def test_coco_val2017_search_beats_the_papers_setting(tmp_path):
     options = GenerateOptions(
         input=COCO_VAL2017,

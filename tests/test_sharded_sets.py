@@ -15,14 +15,17 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.generate import run
 from pipelines.options import GenerateOptions
 from pipelines.versions import read_manifest
 from schemas.layout import MCIC, PARQUET, TFRECORD, build_path, corpus_folder, dataset_path
-from tests.conftest import TRAINING, generated
+from tests.conftest import TRAINING
 from tests.dataset_checks import check_dataset, read_parquet
 from transforms import spill
 from transforms.strategies.closed_sets import BORDER_ROUNDS, SPILLED
 from transforms.strategies.parts import depth_for
+
+pytestmark = pytest.mark.slow  # whole runs, sharded, on one and two workers and two runners
 
 SPLITS = ("train", "dev", "test")
 SHARD_SIZE = 300
@@ -35,8 +38,8 @@ def sharded(corpus: str, output: str) -> GenerateOptions:
 
 
 @pytest.fixture(scope="session")
-def sharded_dataset(training_corpus, tmp_path_factory) -> tuple[str, GenerateOptions]:
-    return generated(sharded(training_corpus, str(tmp_path_factory.mktemp("sharded"))))
+def sharded_dataset(shared, training_corpus) -> tuple[str, GenerateOptions]:
+    return shared.version(sharded(training_corpus, ""))
 
 
 def coverage(directory: str, split: str) -> float:
@@ -122,7 +125,8 @@ def test_border_rounds_share_room_across_regions_and_account_for_every_caption(
     and lend leftovers' numbers. Every caption still ends a target or skipped (the run's
     own check), none beyond its memberships, every set whole."""
     options = dataclasses.replace(sharded(training_corpus, str(tmp_path)), set_shard_size=60)
-    directory, options = generated(options)
+    directory = run(options).version.directory
+    options = dataclasses.replace(options, output=directory)
     metrics = read_manifest(directory)["metrics"]
     assert metrics["closed_sets/parts_train"] == 128
     assert metrics["closed_sets/border_covered_elsewhere"] > 0
@@ -156,7 +160,7 @@ def test_one_worker_two_workers_and_the_portable_runner_write_the_same_bytes(
         "portable": [*PORTABLE, "LOOPBACK"],
     }.items():
         options = sharded(training_corpus, str(tmp_path_factory.mktemp(label)))
-        directory, _ = generated(options, beam_args)
+        directory = run(options, beam_args).version.directory  # a run of its own: the point
         assert dataset_bytes(directory) == expected, label
 
 
@@ -166,7 +170,7 @@ def test_edges_and_instances_cut_into_many_files_give_the_same_bytes_and_none_is
     """A worker writes what it would shuffle to a file every FILE_BYTES (spill.py), and at
     the end of its bundle; however it is cut, the parts and shards read the same records."""
     monkeypatch.setattr(spill, "FILE_BYTES", 20_000)  # the in-process runner
-    directory, _ = generated(sharded(training_corpus, str(tmp_path)))
+    directory = run(sharded(training_corpus, str(tmp_path))).version.directory
     metrics, before = (read_manifest(d)["metrics"] for d in (directory, sharded_dataset[0]))
     for name in (*SPILLED, "train", "dev"):
         assert metrics[f"spilled/{name}"] > before[f"spilled/{name}"], name

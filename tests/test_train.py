@@ -21,6 +21,7 @@ from pipelines.train import main, run
 from pipelines.versions import describe_file, read_manifest
 from schemas.instance import ARROW_SCHEMA, DECOY, FIELDS, OPTION
 from schemas.layout import build_path, corpus_folder, dataset_path
+from tests.conftest import SMALL_TRAINING
 from tests.dataset_checks import read_parquet
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.errors import InputError
@@ -29,12 +30,17 @@ from transforms.trainer.dataset_audit import audit_dataset
 from transforms.trainer.features import build_example, load_feature_space
 from transforms.trainer.registry import FITTERS
 
-SMALL_TRAINING = {
-    "epochs": 8,
-    "ffnn_hidden": "64,32",
-    "vec2seq_sizes": "64:32:16",
-    "vec2seq_epochs": 4,
-}
+# Whole trainings on the module's trained models (mcic_results, random_run): one worker
+# trains them, for every test that reads them.
+TRAINED = (pytest.mark.slow, pytest.mark.xdist_group("trained_models"))
+
+
+def trained(test):
+    for mark in TRAINED:
+        test = mark(test)
+    return test
+
+
 FIT_BUFFER = 300  # the random-decoy run's: far fewer than its 3,000-odd train instances
 
 
@@ -63,6 +69,7 @@ def random_results(random_run) -> dict:
     return {row["model"]: row for row in random_run[1]["models"]}
 
 
+@trained
 def test_models_beat_chance_on_mcic_decoys_and_do_better_on_random_ones(
     mcic_results, random_results
 ):
@@ -75,6 +82,7 @@ def test_models_beat_chance_on_mcic_decoys_and_do_better_on_random_ones(
         assert random_results[name]["test"]["accuracy"] > test["accuracy"] + 4 * test["std"], name
 
 
+@trained
 def test_vec2seq_learns_on_a_generated_corpus_and_its_captions_are_scored(
     random_results, random_dataset
 ):
@@ -91,6 +99,7 @@ def test_vec2seq_learns_on_a_generated_corpus_and_its_captions_are_scored(
         assert scores["CIDEr"] > 0 and 0 < scores["ROUGE-L"] < 1
 
 
+@trained
 def test_fitting_never_holds_more_examples_than_the_fit_buffer(random_run, random_dataset):
     output, metrics = random_run
     held = metrics["counters"]["train/fit_examples_held_at_most"]
@@ -98,6 +107,7 @@ def test_fitting_never_holds_more_examples_than_the_fit_buffer(random_run, rando
     assert not os.path.exists(os.path.join(output, "examples"))  # the shards are deleted
 
 
+@trained
 def test_text_only_audits_report_what_the_files_give(mcic_dataset, mcic_results):
     dataset = mcic_dataset
     _, results = mcic_results
@@ -140,6 +150,7 @@ def in_text_order(row: dict) -> dict:
     }
 
 
+@trained
 def test_every_trained_model_is_written(mcic_results):
     output, results = mcic_results
     for name in [*FITTERS, "Vec2seq+FFNN"]:
@@ -181,6 +192,7 @@ def image_features_by_file_name(dataset: str, path: str, drop: int = 0) -> None:
     pq.write_table(pa.table({"image": names, "features": features}), path)
 
 
+@pytest.mark.slow
 def test_user_image_features_are_matched_by_file_name(mcic_dataset, tmp_path):
     dataset = mcic_dataset
     image_features_by_file_name(dataset, str(tmp_path / "features.parquet"))
@@ -286,6 +298,7 @@ def longest_option_correct(version: str, split: str) -> int:
     return int(np.sum(np.argmax(lengths, axis=1) == [row["label"] for row in rows]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 4])
 def test_k_option_versions_train_end_to_end_against_chance_one_in_k(
     k, two_options, four_options, tmp_path
@@ -373,6 +386,7 @@ sys.stdout.write(space.inferred_vector(sys.argv[2]).tobytes().hex())
 """
 
 
+@pytest.mark.slow
 def test_inferred_vectors_do_not_depend_on_the_process(four_options):
     """gensim seeds inference with Python's salted str hash; the trainer must not."""
     text = edited_instances(four_options)[0]["options"][0]
