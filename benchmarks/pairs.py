@@ -20,11 +20,11 @@ import time
 import numpy as np
 
 from pipelines.options import GenerateOptions
-from pipelines.versions import read_manifest
+from pipelines.store.versions import read_manifest
 from schemas.layout import corpus_folder
 from transforms.corpus.neighbours import load_searchable, search
-from transforms.strategies.base import StrategyConfig
 from transforms.strategies.closed_sets import ClosedSets, first_allowed
+from transforms.strategies.config import StrategyConfig
 from transforms.strategies.validity import pairs_allowed
 
 

@@ -1,18 +1,19 @@
-"""Closed sets (transforms/strategies/grouping.py) on small planted instances."""
+"""Closed sets' grouping and border sets (transforms/strategies/closed_sets/grouping.py,
+cliques.py) on small planted instances."""
 
 import itertools
 
 import numpy as np
 import pytest
 
-from transforms.strategies.grouping import (
+from transforms.strategies.closed_sets.cliques import (
     COVERED,
     NEIGHBOURS_TAKEN,
     NO_CLIQUE,
     NO_VALID_NEIGHBOURS,
     border_sets,
-    form_sets,
 )
+from transforms.strategies.closed_sets.grouping import form_sets
 
 
 def planted(groups: int, k: int, noise: float, seed: int = 0):

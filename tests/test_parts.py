@@ -1,8 +1,8 @@
-"""Parts of a split along PV space (transforms/strategies/parts.py)."""
+"""Parts of a split along PV space (transforms/strategies/closed_sets/parts.py)."""
 
 import numpy as np
 
-from transforms.strategies.parts import depth_for, part_of, plan_parts, sample_rows
+from transforms.strategies.closed_sets.parts import depth_for, part_of, plan_parts, sample_rows
 
 
 def clustered(n: int, seed: int = 0) -> np.ndarray:

@@ -1,6 +1,6 @@
 """A strategy's own options: declared beside it, taken into generate's flags from the registry.
 
-The worked example of docs/contributing.md (tests/example_strategy.py) is registered
+The worked example of docs/contributing.md (tests/support/example_strategy.py) is registered
 here with one line, as a contributor would add it to registry.py, and must then reach
 --decoys, --help, the manual's table, validation and a generated dataset that passes the
 common checks and its own invariant.
@@ -16,11 +16,11 @@ from pipelines.cli.tables import markdown_table
 from pipelines.options import GenerateOptions
 from pipelines.options.generate import READ_BY, RunOptions, with_strategy_options
 from schemas.options import Group, option
-from tests.conftest import SMALL
-from tests.dataset_checks import check_dataset
-from tests.example_strategy import SameLength
+from tests.support.dataset_checks import check_dataset
+from tests.support.example_strategy import SameLength
+from tests.support.versions import SMALL
 from transforms.errors import InputError
-from transforms.strategies.base import StrategyOptions
+from transforms.strategies.config import StrategyOptions
 from transforms.strategies.registry import STRATEGIES
 
 

@@ -8,21 +8,24 @@ strategies' own options live beside each strategy (``DecoyStrategy.Options``);
 """
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 
 from pipelines.options.fields import ints
 from pipelines.options.train import TrainOptions
-from pipelines.versions import LABEL
+from pipelines.store.versions import LABEL
 from schemas.options import REQUIRED, Group, below, option
 from transforms.corpus.index import IndexConfig
 from transforms.corpus.languages.base import Language
+from transforms.corpus.languages.detect import SAMPLE_PER_FILE, resolve_language
 from transforms.corpus.languages.registry import AUTO, ENGLISH, LANGUAGES
 from transforms.corpus.paragraph_vectors import PVConfig
-from transforms.corpus.read import AUTO_FORMAT, INPUT_FORMATS, LINES
+from transforms.corpus.read import AUTO_FORMAT, INPUT_FORMATS, LINES, caption_sample
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import DECOY_POOLS
 from transforms.errors import InputError
-from transforms.strategies.base import DecoyStrategy, StrategyConfig, StrategyOptions
+from transforms.strategies.base import DecoyStrategy
+from transforms.strategies.config import StrategyConfig, StrategyOptions
 from transforms.strategies.registry import DEFAULT_STRATEGY, STRATEGIES
 from transforms.strategies.validity import ValidityRules
 from transforms.trainer.dataset_audit import AUDIT_GATES, WARN, AuditConfig
@@ -245,9 +248,21 @@ class RunOptions:
             train_sample=self.pv_train_sample,
         )
 
+    def with_language(self, inputs: list[str]) -> "GenerateOptions":
+        """These options with --language resolved (``auto`` detected, logged) and checked
+        against the first captions of each input: the version is named after the language
+        it used. generate and optimize resolve it before a run."""
+        sample = caption_sample(inputs, SAMPLE_PER_FILE, self.images)
+        language, reason = resolve_language(self.language, sample)
+        if reason:
+            logging.info(reason)
+        resolved = dataclasses.replace(self, language=language.code)
+        resolved.validate()  # what auto chose may not suit the options (an English-only strategy)
+        return resolved
+
     def caption_language(self) -> Language:
         """The language the captions are tokenised in, once ``auto`` was resolved
-        (``pipelines.language.with_language``)."""
+        (:meth:`with_language`)."""
         if self.language == AUTO:
             raise ValueError("--language auto is resolved from the inputs before a run")
         return LANGUAGES[self.language]

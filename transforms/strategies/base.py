@@ -11,18 +11,14 @@ walks through one).
 """
 
 import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
 import apache_beam as beam
 from apache_beam.utils.shared import Shared
 
-from transforms.corpus.index import IndexConfig
 from transforms.corpus.neighbours import Finder, FindNeighbourhoods, SharedCorpus
-from transforms.files import unfenced
+from transforms.strategies.config import StrategyConfig, StrategyOptions
 from transforms.strategies.invariants import Invariant
-from transforms.strategies.validity import ValidityRules
 
 # The limitation every strategy whose decoys are the target's PV neighbours shares.
 NEIGHBOURS_MAY_FIT = (
@@ -31,45 +27,6 @@ NEIGHBOURS_MAY_FIT = (
     "rules remove decoys that copy, or are surface-close to, any caption of the image, not "
     "decoys that describe it in other words. "
 )
-
-
-@dataclass(frozen=True)
-class StrategyOptions:
-    """A strategy's own options: none unless it declares a subclass as its ``Options``.
-
-    Fields are made with ``schemas.options.option`` (group ``Group.DECOYS``), so --help and
-    the manual say what the CLI's other options say; their names must be new among
-    generate's flags. generate refuses them set away from their defaults for a strategy
-    that does not read them, and ``problems`` says which values are wrong.
-    """
-
-    def problems(self) -> list[str]:
-        return []
-
-
-@dataclass(frozen=True)
-class StrategyConfig:
-    """What a strategy may read; meanings and defaults live in ``GenerateOptions`` and, for
-    its own options, in its ``Options``."""
-
-    neighbours: int
-    score_lambda: float
-    seed: int
-    decoy_pool: str  # resolved: one of the strategy's pools
-    rules: ValidityRules
-    index: IndexConfig
-    shard_size: int
-    batch_size: int
-    options: StrategyOptions  # the strategy's own, an instance of its ``Options``
-    adversarial_rounds: int  # > 0: emit Reserved (Selection + reserve) for AdversarialFilter
-    adversarial_reserve: int  # further valid candidates kept per target when rounds > 0
-    # what a strategy's writers into the version check first (its claim, when held)
-    fence: Callable[[], None] = unfenced
-
-    @property
-    def reserve(self) -> int:
-        """Candidates a strategy keeps beyond the decoys: only adversarial filtering uses them."""
-        return self.adversarial_reserve if self.adversarial_rounds else 0
 
 
 class DecoyStrategy(beam.PTransform):

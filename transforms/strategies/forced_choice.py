@@ -2,7 +2,7 @@
 
 Each task is a strategy of its own (``--decoys switch_people`` ...); what they
 share is here, the language of each (its ``Task``: the rule, the mention kind,
-where the distractor comes from) is in :mod:`transforms.language.forced_choice_tasks`.
+where the distractor comes from) is in :mod:`transforms.english.forced_choice_tasks`.
 Replacement mentions and head co-occurrence come from the train split, as in the
 paper. Distractors that are whole captions (share person, share scene, just scene
 (+): ``pool`` ``OTHER_CAPTIONS``) come from the target's own split, where the paper took
@@ -36,8 +36,8 @@ from transforms.corpus.neighbours import shard_ranges
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import Corpus, load_corpus
 from transforms.corpus.surface import sim_surf_batch
-from transforms.language.chunker import chunk
-from transforms.language.forced_choice_tasks import (
+from transforms.english.chunker import chunk
+from transforms.english.forced_choice_tasks import (
     JUST_PERSON,
     JUST_SCENE,
     JUST_SCENE_PLUS,
@@ -59,7 +59,8 @@ from transforms.language.forced_choice_tasks import (
 )
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_rng
-from transforms.strategies.base import DecoyStrategy, StrategyConfig, StrategyOptions
+from transforms.strategies.base import DecoyStrategy
+from transforms.strategies.config import StrategyConfig, StrategyOptions
 from transforms.strategies.invariants import WrittenDataset, holds
 from transforms.strategies.scoring import score
 from transforms.strategies.validity import RejectionCounters, choose_valid

@@ -3,7 +3,7 @@
 A strategy lists its checks as callables (``DecoyStrategy.invariants``), each taking
 the version read back from its files (:class:`WrittenDataset`); the tests run them
 on every dataset they generate, beside the checks every strategy's output passes
-(``tests/dataset_checks.py``), and the benchmark on its COCO-scale outputs. A check
+(``tests/support/dataset_checks.py``), and the benchmark on its COCO-scale outputs. A check
 recomputes what it checks independently: simSURF with nltk's BLEU, neighbourhoods by
 brute force with numpy, sharing nothing with the pipeline's kernels.
 """
@@ -13,12 +13,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
-if TYPE_CHECKING:  # base.py reads Invariant from here
-    from transforms.strategies.base import StrategyConfig
+from transforms.strategies.config import StrategyConfig
 
 
 class InvariantBroken(AssertionError):

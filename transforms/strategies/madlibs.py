@@ -3,7 +3,7 @@
 ``--decoys madlibs_easy``: three captions drawn at random from other images
 (the ``random`` strategy with four options). ``--decoys madlibs_hard``: three
 captions of other images that contain the same objects as the target's image.
-:mod:`transforms.language.objects` defines "same objects" (most shared COCO
+:mod:`transforms.english.objects` defines "same objects" (most shared COCO
 categories, then fewest others, ties at random by seed) and where objects come
 from: ``--objects`` instance files, else the captions through its lexicon. A
 global step writes every image's objects beside the corpus; each target then
@@ -19,15 +19,20 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.layout import PARQUET, corpus_folder, shard_pattern
+from schemas.layout import (
+    CAPTIONS_FILE,
+    OBJECTS_FILE,
+    PARQUET,
+    corpus_file,
+    corpus_folder,
+    shard_pattern,
+)
 from schemas.options import Group, option
 from transforms.corpus.neighbours import Finder, Pool, pool_similarities
 from transforms.corpus.read import expand_inputs
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import Corpus, CorpusRef, load_corpus, read_npy, write_npy
-from transforms.errors import InputError
-from transforms.files import read_parquet_files
-from transforms.language.objects import (
+from transforms.english.objects import (
     CATEGORIES,
     image_objects,
     object_matrix,
@@ -35,13 +40,14 @@ from transforms.language.objects import (
     read_instances,
     tie_keys,
 )
+from transforms.errors import InputError
+from transforms.files import read_parquet_files
 from transforms.seeds import keyed_rng
-from transforms.strategies.base import StrategyOptions
 from transforms.strategies.choose import ChoosingStrategy
+from transforms.strategies.config import StrategyOptions
 from transforms.strategies.invariants import WrittenDataset, holds
 from transforms.strategies.random_decoys import YU2015, RandomDecoys, in_drawn_order
 
-OBJECTS_FILE = "objects.npy"  # beside the corpus: images (dense index) x 80 COCO categories
 DRAWN = 12  # closest images per target: three valid captions among them on any real corpus
 
 
@@ -140,7 +146,7 @@ def same_objects_report(directory: str) -> dict:
     image has exactly the target image's categories, and how many of them it shares."""
     corpus = corpus_folder(directory)
     objects = read_npy(FileSystems.join(corpus, OBJECTS_FILE))
-    [captions] = read_parquet_files(FileSystems.join(corpus, "captions.parquet"), ["image_id"])
+    [captions] = read_parquet_files(corpus_file(corpus, CAPTIONS_FILE), ["image_id"])
     image_ids = np.unique(captions.column("image_id").to_numpy(zero_copy_only=False))
     targets, decoys = [], []
     for split in SPLITS:

@@ -10,17 +10,26 @@ captions each; the depth is the least that brings that to at most ``FILL`` of th
 shard size, so sampling noise leaves every part below the shard size.
 
 The tree is a few kilobytes, planned once and handed to every worker; assigning a
-caption to its part costs ``depth`` dot products.
+caption to its part costs ``depth`` dot products. The parts, and the nodes above them,
+key every grouped stage of closed sets (``PartKey``).
 """
 
 import math
 from dataclasses import dataclass
 
 import numpy as np
+from apache_beam.metrics import Metrics
+
+from transforms.corpus.neighbours import SearchableCorpus, SharedCorpus
+from transforms.corpus.split import SPLITS
+from transforms.corpus.store import CorpusRef
 
 FILL = 0.8  # parts are planned at this share of the shard size: the sample's noise stays below it
 SAMPLE_PER_PART = 4096  # sampled vectors per part: the median's error is ~1/sqrt of it
 KMEANS_ITERATIONS = 10
+# What every grouped stage of closed sets is keyed by: (split, node of the part tree, corpus
+# directory). The node is a part (a leaf) until the border rounds climb the tree.
+PartKey = tuple[str, int, str]
 
 
 @dataclass(frozen=True)
@@ -115,3 +124,28 @@ def sample_rows(size: int, depth: int, seed: int) -> np.ndarray:
     """Which of a split's ``size`` rows (positions) plan its tree: sorted, seeded."""
     count = min(size, SAMPLE_PER_PART * 2**depth) if depth else 0
     return np.sort(np.random.default_rng([seed, size]).choice(size, count, replace=False))
+
+
+def plan_trees(
+    ref: CorpusRef, *, corpus: SharedCorpus, shard_size: int, seed: int
+) -> dict[str, PartTree]:
+    """Each split's parts, planned from a seeded sample of its vectors (a few KB)."""
+    pools = corpus.acquire(ref.directory).pools
+    trees = {}
+    for split in SPLITS:
+        pool = pools[split]
+        depth = depth_for(len(pool.rows), shard_size)
+        sample = pool.index.reconstruct_batch(sample_rows(len(pool.rows), depth, seed))
+        trees[split] = plan_parts(sample, depth, seed)
+        Metrics.counter("closed_sets", f"parts_{split}").inc(trees[split].parts)
+    return trees
+
+
+def parts_of(
+    searchable: SearchableCorpus, tree: PartTree, split: str, rows: np.ndarray
+) -> np.ndarray:
+    """The part of each of ``rows`` (captions of ``split``)."""
+    if tree.depth == 0:
+        return np.zeros(len(rows), np.int64)
+    pool = searchable.pools[split]
+    return part_of(tree, pool.index.reconstruct_batch(np.searchsorted(pool.rows, rows)))

@@ -16,8 +16,8 @@ from schemas.options import Group, below, option
 from transforms.corpus.neighbours import Finder, Pool, pool_similarities
 from transforms.corpus.store import Corpus
 from transforms.seeds import keyed_rng
-from transforms.strategies.base import StrategyOptions
 from transforms.strategies.choose import ChoosingStrategy
+from transforms.strategies.config import StrategyOptions
 from transforms.strategies.invariants import WrittenDataset, holds
 from transforms.strategies.random_decoys import YU2015, draw_others, in_drawn_order
 
