@@ -1,7 +1,8 @@
-"""The manual's option tables and strategy table, printed from the code that defines them.
+"""The manual's option tables and strategy table, made from the code that defines them.
 
-Paste each into the docs/ page that documents its command; tests/test_options.py checks
-that every page still shows them as printed:
+A page of docs/ names a table by a line ``<!-- table: NAME -->``, which the manual's
+build replaces with the table (:func:`on_page_markdown`, mkdocs.yml's ``hooks``), so no
+table is pasted and none can go stale. To see one:
 
     python -m pipelines.cli.tables \
         [generate|train|features|evaluate|regenerate|preview|publish|rate-*|log]
@@ -9,6 +10,7 @@ that every page still shows them as printed:
 """
 
 import dataclasses
+import re
 import sys
 
 from pipelines.options import (
@@ -69,7 +71,27 @@ def markdown_table(options_type: type = GenerateOptions) -> str:
 
 # The tables that are not of options: their printers.
 LISTS = {"strategies": strategy_table, "languages": language_table}
+MARKER = re.compile(r"^<!-- table: ([\w-]+) -->$", flags=re.MULTILINE)
+
+
+def printed(name: str) -> str:
+    """The table called ``name``: an options type's (TABLES) or a registry's (LISTS)."""
+    return LISTS[name]() if name in LISTS else markdown_table(TABLES[name])
+
+
+def with_tables(markdown: str) -> str:
+    r"""``markdown`` with each marker line replaced by its table (an unknown name fails).
+
+    >>> with_tables("Strategies:\n<!-- table: strategies -->\n").count("| `closed_sets` |")
+    1
+    """
+    return MARKER.sub(lambda marker: printed(marker.group(1)), markdown)
+
+
+def on_page_markdown(markdown: str, **_) -> str:
+    """mkdocs' hook: each page's tables, made as the manual is built."""
+    return with_tables(markdown)
+
 
 if __name__ == "__main__":
-    table = sys.argv[1] if len(sys.argv) > 1 else "generate"
-    print(LISTS[table]() if table in LISTS else markdown_table(TABLES[table]))
+    print(printed(sys.argv[1] if len(sys.argv) > 1 else "generate"))
