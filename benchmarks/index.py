@@ -21,6 +21,7 @@ import faiss
 import numpy as np
 
 from pipelines.options import GenerateOptions
+from schemas.layout import BUILD, CORPUS_DIRECTORY, EMBEDDINGS_FILE
 from transforms.corpus.index import IndexConfig, build_index, probes
 
 SEARCHED = (200, 500)  # closed sets' K x depth, and MC-IC's N
@@ -79,7 +80,9 @@ def settings_of(text: str) -> list[tuple[int, int]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--embeddings", required=True, help="a version's build/corpus/embeddings.npy"
+        "--embeddings",
+        required=True,
+        help=f"a version's {BUILD}/{CORPUS_DIRECTORY}/{EMBEDDINGS_FILE}",
     )
     default = f"10x64,{IndexConfig.kmeans_iterations}x{IndexConfig.points_per_cluster}"
     parser.add_argument("--settings", default=default, help=f"default: {default}")

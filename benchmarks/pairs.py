@@ -23,7 +23,8 @@ from pipelines.options import GenerateOptions
 from pipelines.store.versions import read_manifest
 from schemas.layout import corpus_folder
 from transforms.corpus.neighbours import load_searchable, search
-from transforms.strategies.closed_sets import ClosedSets, first_allowed
+from transforms.strategies.closed_sets import ClosedSets
+from transforms.strategies.closed_sets.pairs import first_allowed
 from transforms.strategies.config import StrategyConfig
 from transforms.strategies.validity import pairs_allowed
 

@@ -44,9 +44,9 @@ import numpy as np
 from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
 from pipelines.options import GenerateOptions
-from pipelines.versions import completed_dataset, read_manifest
+from pipelines.store.versions import completed_dataset, read_manifest
 from schemas.layout import corpus_folder
-from tests.dataset_checks import (
+from tests.support.dataset_checks import (
     SPLITS,
     check_formats_agree,
     check_instances,
@@ -291,7 +291,7 @@ def recall(embeddings: np.ndarray, options: GenerateOptions, queries: int, seed:
 
 
 def check_output(output: str, neighbours: int, decoys: str) -> dict:
-    """The core invariants on a COCO-scale output (tests/dataset_checks.py).
+    """The core invariants on a COCO-scale output (tests/support/dataset_checks.py).
 
     Every instance is checked structurally, and against the texts of its
     target's image; Parquet, TFRecord and text are compared on dev and test

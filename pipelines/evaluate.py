@@ -28,11 +28,10 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
 from pipelines.cli import Command
-from pipelines.lifecycle import STATISTICS_FILE
 from pipelines.options import EvaluateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
-from pipelines.versions import completed_dataset, read_manifest
-from schemas.layout import dataset_path
+from pipelines.store.versions import completed_dataset, read_manifest
+from schemas.layout import STATISTICS_FILE, dataset_path
 from transforms.files import check_location, check_writable, read_json, write_file, write_json
 from transforms.report.plots import accuracy
 from transforms.strategies.registry import STRATEGIES

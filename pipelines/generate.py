@@ -1,8 +1,12 @@
-"""Generates an MC-IC dataset (Ding et al. 2016, Algorithm 1) with Apache Beam.
+"""Generates a caption-choice dataset (Ding et al. 2016's MC-IC and its relatives) with Beam.
 
-For every caption (the target) of every image: take its N nearest captions of
-other images by PV cosine, score them by Score = lambda*simPV + (1-lambda)*simSURF
-(0 when simSURF >= L), keep the 4 best as decoys, shuffle, write.
+Reads and splits the captions, trains paragraph vectors (PV) and finds each target's
+neighbourhood, and lets the decoy strategy (``--decoys``) choose each target's decoys
+among candidates that pass the validity rules: by default closed sets, where every option
+is the target of its own instance so that no option is told by the text alone; with
+``--decoys mcic`` the paper's Algorithm 1 (the 4 neighbours of best Score = lambda*simPV +
+(1-lambda)*simSURF). Then instances are built, shuffled and written, with every skipped
+caption counted, and the written version audits itself with text-only models.
 
 Locally (DirectRunner)::
 
@@ -26,22 +30,14 @@ from functools import partial
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.claims import Fence
 from pipelines.cli import Command
-from pipelines.language import with_language
-from pipelines.lifecycle import (
-    STATISTICS_FILE,
-    Produced,
-    latest_card,
-    not_published,
-    write_version,
-)
-from pipelines.manifest import build_manifest, corpus_checksum, file_checksum
-from pipelines.optimize import REPORT_FILE, SEARCH_DIRECTORY, run_search
+from pipelines.optimize import run_search
 from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
-from pipelines.versions import (
-    LATEST_FILE,
+from pipelines.store.claims import Fence
+from pipelines.store.lifecycle import Produced, latest_card, not_published, write_version
+from pipelines.store.manifest import build_manifest, corpus_checksum, file_checksum
+from pipelines.store.versions import (
     Version,
     check_output,
     plan_version,
@@ -49,19 +45,27 @@ from pipelines.versions import (
     verify_version,
     version_name,
 )
-from schemas.layout import FEATURE_SPEC_FILE, build_path, dataset_path
+from schemas.layout import (
+    ADVERSARIAL_FILE,
+    FEATURE_SPEC_FILE,
+    LATEST_FILE,
+    SEARCH_DIRECTORY,
+    SEARCH_REPORT_FILE,
+    STATISTICS_FILE,
+    build_path,
+    dataset_path,
+)
 from schemas.records import SKIPPED
 from schemas.tf_example import tfrecord_feature_spec
 from transforms.corpus.prepare import PrepareCaptions
+from transforms.corpus.pv_training import TrainParagraphVectors
 from transforms.corpus.read import check_distinct_contents, expand_inputs
-from transforms.corpus.store import TrainParagraphVectors
 from transforms.dataset.instances import BuildInstances
 from transforms.dataset.statistics import WriteSkips, table_one
 from transforms.dataset.write import WriteInstances, records_written
 from transforms.errors import InputError, NotPublished
 from transforms.files import check_location, read_json, unfenced, write_json
 from transforms.search.optimize import report_table
-from transforms.strategies.adversarial import REPORT_FILE as ADVERSARIAL_FILE
 from transforms.strategies.adversarial import AdversarialFilter
 from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.dataset_audit import held_back
@@ -74,7 +78,7 @@ def build_pipeline(
     inputs: list[str],
     fence: Callable[[], None] = unfenced,
 ) -> None:
-    """Algorithm 1's main loop as a graph; ``pipeline`` may be a TestPipeline. ``fence``:
+    """The method's outline as a graph; ``pipeline`` may be a TestPipeline. ``fence``:
     what the writers into the version check first (the version's claim, when held)."""
     prepared = pipeline | "PrepareCaptions" >> PrepareCaptions(
         inputs=inputs,
@@ -173,7 +177,7 @@ def up_to_date(options: GenerateOptions, version: Version) -> Generated:
 def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generated:
     """Generates OUTPUT/versions/<version>/ unless a completed one exists; publishes it last.
 
-    The version is written by :func:`pipelines.lifecycle.write_version`, which claims it
+    The version is written by :func:`pipelines.store.lifecycle.write_version`, which claims it
     before anything in it is cleared or written; another run holding it stops this one
     with an InputError.
     """
@@ -182,7 +186,7 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     check_location(options.output, "output")
     inputs = expand_inputs(options.input)
     check_output(options.output)
-    options = with_language(options, inputs)
+    options = options.with_language(inputs)
     checksums = input_checksums(options, inputs)
     version = plan_version(options.output, version_name(options, checksums), force=options.force)
     if version.complete:
@@ -211,7 +215,7 @@ def generate(
         logging.info("hyper-parameter search:\n%s", report_table(report))
         options = with_search_winners(options, report)
         search = {
-            "report": build_path(directory, SEARCH_DIRECTORY, REPORT_FILE),
+            "report": build_path(directory, SEARCH_DIRECTORY, SEARCH_REPORT_FILE),
             "chosen": {
                 "pv_dim": options.pv_dim,
                 "pv_epochs": options.pv_epochs,

@@ -11,9 +11,9 @@ import time
 
 from pipelines.cli import Command, known_flags, refuse_unknown
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, scene_objects, write_coco
+from transforms.english.objects import CATEGORY_IDS, instances_document
 from transforms.errors import InputError
 from transforms.files import check_file_path, write_file
-from transforms.language.objects import CATEGORY_IDS, instances_document
 from transforms.vision.drawing import SIZE, write_images
 
 MAX_IMAGES = 660_000  # 3.3M captions at five per image: Conceptual Captions' size

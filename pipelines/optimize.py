@@ -18,16 +18,13 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.cli import Command
-from pipelines.language import with_language
 from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
+from schemas.layout import SEARCH_DIRECTORY, SEARCH_REPORT_FILE
 from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.read import expand_inputs
 from transforms.files import read_json, write_json
 from transforms.search.optimize import SearchHyperParameters, report_table
-
-SEARCH_DIRECTORY = "search"
-REPORT_FILE = "report.json"
 
 
 def build_search(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
@@ -52,7 +49,7 @@ def build_search(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list
         models=directory,
     )
     _ = report | "WriteReport" >> beam.Map(
-        lambda value, path: write_json(path, value), FileSystems.join(directory, REPORT_FILE)
+        lambda value, path: write_json(path, value), FileSystems.join(directory, SEARCH_REPORT_FILE)
     )
 
 
@@ -60,11 +57,11 @@ def run_search(options: GenerateOptions, beam_args: list[str]) -> dict:
     """Runs the search pipeline; returns its report (also written)."""
     options.validate()
     inputs = expand_inputs(options.input)
-    options = with_language(options, inputs)
+    options = options.with_language(inputs)
     pipeline = local_or_given_runner(beam_args)
     build_search(pipeline, options, inputs)
     run_to_completion(pipeline)
-    path = FileSystems.join(options.output, SEARCH_DIRECTORY, REPORT_FILE)
+    path = FileSystems.join(options.output, SEARCH_DIRECTORY, SEARCH_REPORT_FILE)
     return read_json(path)
 
 

@@ -19,67 +19,23 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.cli import Command
 from pipelines.options import PreviewOptions
-from pipelines.runner import cli
-from pipelines.versions import VERSIONS_DIRECTORY, completed_dataset, read_manifest
-from schemas.layout import PARQUET, shard_pattern
+from pipelines.runner import checked_version, cli
+from pipelines.store.versions import read_manifest
+from schemas.layout import VERSIONS_DIRECTORY
 from transforms.corpus.split import SPLITS
-from transforms.errors import InputError
 from transforms.files import (
-    check_location,
-    check_writable,
-    read_file,
-    read_parquet_files,
     write_file,
 )
 from transforms.report.preview import (
-    IMAGES_DIRECTORY,
     Header,
     SplitPreview,
-    copyable,
+    copy_images,
     image_source,
     render_page,
-    sample,
+    sampled_split,
 )
 
 INDEX_FILE = "index.html"
-
-
-def sampled_split(version: str, split: str, size: int, seed: int) -> tuple[int, list[dict]]:
-    """(the split's instance count, its sample); one shard in memory at a time."""
-    count, kept = 0, []
-    for table in read_parquet_files(shard_pattern(version, PARQUET, split)):
-        rows = table.to_pylist()
-        count += len(rows)
-        kept = sample([*kept, *rows], size, seed)
-    return count, kept
-
-
-def is_directory(path: str) -> bool:
-    """A local directory, or a prefix holding files in an object store (which has no folders)."""
-    if FileSystems.get_scheme(path) is None:
-        return os.path.isdir(path)
-    return bool(FileSystems.match([FileSystems.join(path, "*")], [1])[0].metadata_list)
-
-
-def check_images(images: str) -> None:
-    """``--images`` must be a folder (or a prefix holding files in an object store)."""
-    if not is_directory(images):
-        raise InputError(
-            f"--images {images}: not a directory; give the folder holding the images' "
-            "files (named as their image_file)"
-        )
-
-
-def copy_images(instances: list[dict], images: str, output: str) -> set[str]:
-    """Copies the instances' image files found in ``images`` to OUTPUT/images/; returns
-    the names copied."""
-    copied = set()
-    for name in sorted({instance["image_file"] for instance in instances}):
-        source = FileSystems.join(images, name)
-        if copyable(name) and FileSystems.exists(source):
-            write_file(FileSystems.join(output, IMAGES_DIRECTORY, name), read_file(source))
-            copied.add(name)
-    return copied
 
 
 def output_name(version: str) -> str:
@@ -93,19 +49,6 @@ def output_name(version: str) -> str:
         version = os.path.abspath(version)  # "." and ".." have names too
     parts = version.rstrip("/").split("/")
     return parts[-3] if len(parts) > 2 and parts[-2] == VERSIONS_DIRECTORY else parts[-1]
-
-
-def checked_version(options) -> str:
-    """The checks of a command that reads a completed version (``--dataset``, ``--images``)
-    and writes a folder (``--output``); returns the version's directory."""
-    options.validate()
-    check_location(options.dataset, "dataset")
-    check_location(options.output, "output")
-    if options.images:
-        check_images(options.images)
-    version = completed_dataset(options.dataset)
-    check_writable(options.output)
-    return version
 
 
 def run(options: PreviewOptions) -> str:

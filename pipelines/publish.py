@@ -6,7 +6,7 @@
         [--private] [--revision BRANCH] [--dry_run]
 
 Verifies the version (its marker, then every file against its manifest:
-:func:`pipelines.versions.completed_dataset`), then commits the files the manifest
+:func:`pipelines.store.versions.completed_dataset`), then commits the files the manifest
 lists under ``dataset/`` (:mod:`schemas.layout`), at their paths inside it, in
 one commit through ``huggingface_hub``: the card ``dataset/README.md`` becomes
 the repo's dataset card. Nothing of ``build/``, nor the manifest, marker or claim,
@@ -33,7 +33,7 @@ from pipelines.cli import Command
 from pipelines.options import PublishOptions
 from pipelines.options.publish import DEFAULT_BRANCH
 from pipelines.runner import cli
-from pipelines.versions import completed_dataset, read_manifest
+from pipelines.store.versions import completed_dataset, read_manifest
 from schemas.layout import DATASET, dataset_path
 from transforms.errors import InputError
 

@@ -30,20 +30,18 @@ from functools import partial
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.claims import Fence
 from pipelines.cli import Command, wrapped
-from pipelines.lifecycle import Produced, write_version
 from pipelines.options import (
     GenerateOptions,
     RateExportOptions,
     RateFilterOptions,
     RateImportOptions,
 )
-from pipelines.preview import checked_version, copy_images, sampled_split
-from pipelines.runner import cli
-from pipelines.versions import (
+from pipelines.runner import checked_version, cli
+from pipelines.store.claims import Fence
+from pipelines.store.lifecycle import Produced, write_version
+from pipelines.store.versions import (
     RATINGS_DIRECTORY,
-    VERSIONS_DIRECTORY,
     Version,
     check_output,
     completed_dataset,
@@ -52,7 +50,7 @@ from pipelines.versions import (
     read_manifest,
     verify_version,
 )
-from schemas.layout import DATASET, PARQUET, dataset_path, shard_pattern
+from schemas.layout import DATASET, PARQUET, VERSIONS_DIRECTORY, dataset_path, shard_pattern
 from transforms.dataset.write import instance_formats, records_written, shard_path
 from transforms.errors import InputError
 from transforms.files import (
@@ -66,7 +64,7 @@ from transforms.files import (
     write_file,
     write_json,
 )
-from transforms.report.preview import image_source
+from transforms.report.preview import copy_images, image_source, sampled_split
 from transforms.report.rating_app import render_app
 from transforms.report.ratings import (
     GOLD,

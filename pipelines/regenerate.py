@@ -24,14 +24,14 @@ from pipelines.cli import Command, parse_flags
 from pipelines.generate import Generated, run
 from pipelines.options import GenerateOptions, LogOptions, RegenerateOptions, TrainOptions
 from pipelines.runner import logging_to, one_line_error
-from pipelines.train import METRICS_FILE
-from pipelines.versions import (
+from pipelines.store.versions import (
     EVALUATION_DIRECTORY,
     Version,
     content_options,
     latest_version,
     read_manifest,
 )
+from pipelines.train import METRICS_FILE
 from transforms.errors import NotPublished
 
 

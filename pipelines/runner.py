@@ -23,8 +23,11 @@ import schemas
 import transforms
 from pipelines.cli import Command, parse_flags
 from pipelines.options import GenerateOptions, LogOptions
+from pipelines.store.versions import completed_dataset
 from transforms.errors import NotPublished, input_error_message
+from transforms.files import check_location, check_writable
 from transforms.progress import is_progress_line, stage_of
+from transforms.report.preview import check_images
 from transforms.threads import child_processes_use, cores, share_of_cores
 
 DISTRIBUTION = "dmc-datasets"
@@ -268,3 +271,16 @@ def cli(
         return 2
     print(summary)
     return 0
+
+
+def checked_version(options) -> str:
+    """The checks of a command that reads a completed version (``--dataset``, ``--images``)
+    and writes a folder (``--output``); returns the version's directory."""
+    options.validate()
+    check_location(options.dataset, "dataset")
+    check_location(options.output, "output")
+    if options.images:
+        check_images(options.images)
+    version = completed_dataset(options.dataset)
+    check_writable(options.output)
+    return version

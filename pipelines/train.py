@@ -30,7 +30,7 @@ from apache_beam.utils.shared import Shared
 from pipelines.cli import Command
 from pipelines.options import TrainOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
-from pipelines.versions import completed_dataset, read_manifest
+from pipelines.store.versions import completed_dataset, read_manifest
 from transforms.corpus.split import SPLITS
 from transforms.files import (
     check_location,

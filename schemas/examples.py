@@ -30,6 +30,7 @@ class Example(NamedTuple):
     options: np.ndarray  # float32 (k, dim)
     text: np.ndarray  # float32 (k, len(TEXT_FEATURES))
     texts: tuple[str, ...]  # the k option texts, in the order of ``options``
+    option_set: str  # the closed set it is one of (schemas.instance.option_set)
 
 
 @dataclass(frozen=True)

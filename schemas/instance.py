@@ -83,6 +83,20 @@ ARROW_SCHEMA = pa.schema(
 )
 
 
+def option_set(instance: dict) -> str:
+    """A closed set's identity, which its instances share: their options' caption ids, sorted.
+
+    The instances of a set show the same captions, each the target of one of them, so
+    their sorted caption ids are equal and no other instance's are (two captions of the
+    same text, on different images, keep two ids). The trainer and dmc-evaluate both
+    score sets by it.
+
+    >>> option_set({"option_caption_ids": ["9", "2", "5"]})
+    '2 5 9'
+    """
+    return " ".join(sorted(instance["option_caption_ids"]))
+
+
 def mcic_line(instance: dict) -> str:
     """The published MCIC-COCO text format (github.com/google/mcic-coco): five options only.
 

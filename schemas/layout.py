@@ -31,6 +31,42 @@ MCIC = "mcic"
 SUFFIXES = {PARQUET: ".parquet", TFRECORD: ".tfrecord", MCIC: ".txt"}
 # How to parse the TFRecord files (schemas.tf_example.tfrecord_feature_spec), beside them.
 FEATURE_SPEC_FILE = f"{TFRECORD}/feature_spec.json"
+# TFDS's own description of them (transforms/report/tfds.py)
+TFDS_INFO_FILE = f"{TFRECORD}/dataset_info.json"
+TFDS_FEATURES_FILE = f"{TFRECORD}/features.json"
+STATISTICS_FILE = "statistics.json"  # in dataset/: what the run counted, the audit
+CROISSANT_FILE = "metadata.json"  # in dataset/: Croissant's metadata
+# in dataset/, beside the card
+SIMILARITIES_PLOT, SPLIT_SIZES_PLOT, SKIPPED_PLOT = (
+    "decoy_similarities.png",
+    "split_sizes.png",
+    "skipped.png",
+)
+
+# An output root: its versions, and what names the latest of them.
+VERSIONS_DIRECTORY = "versions"
+LATEST_FILE = "latest.txt"
+LATEST_LINK = "latest"
+# A version's own records, at its top: what it holds, that it is whole, who writes it.
+MANIFEST_FILE = "manifest.json"
+COMPLETE_FILE = "_COMPLETE"
+LOCK_FILE = "_LOCK"
+
+# build/: what built the dataset.
+CORPUS_DIRECTORY = "corpus"
+PV_MODEL_FILE = "pv/doc2vec.model"  # the trained paragraph-vector model
+SEARCH_DIRECTORY = "search"  # --optimize's search; its report is SEARCH_REPORT_FILE there
+SEARCH_REPORT_FILE = "report.json"
+ADVERSARIAL_FILE = "adversarial.json"  # --adversarial_rounds' before and after
+# build/corpus/: the corpus every strategy reads
+CAPTIONS_FILE = "captions.parquet"
+EMBEDDINGS_FILE = "embeddings.npy"
+NGRAMS_FILE = "ngrams.npz"
+OWN_CLOSENESS_FILE = "own_closeness.npy"
+# in a sampled run, the rows (ascending) whose vectors PV training learned; every other
+# row's vector was inferred. Absent when every caption was trained on.
+TRAINED_ROWS_FILE = "pv_trained_rows.npy"
+OBJECTS_FILE = "objects.npy"  # madlibs: images (dense index) x 80 COCO categories
 
 
 def dataset_path(version: str, *parts: str) -> str:
@@ -51,7 +87,25 @@ def build_path(version: str, *parts: str) -> str:
 
 def corpus_folder(version: str) -> str:
     """The corpus tables, embeddings and neighbour indexes every strategy reads."""
-    return build_path(version, "corpus")
+    return build_path(version, CORPUS_DIRECTORY)
+
+
+def corpus_file(directory: str, name: str) -> str:
+    """A file of the corpus folder ``directory``.
+
+    >>> corpus_file("out/versions/v1/build/corpus", CAPTIONS_FILE)
+    'out/versions/v1/build/corpus/captions.parquet'
+    """
+    return FileSystems.join(directory, name)
+
+
+def index_file(directory: str, pool: str) -> str:
+    """The faiss index of a decoy pool (``all``, or a split's), in the corpus folder.
+
+    >>> index_file("c", "train")
+    'c/index-train.faiss'
+    """
+    return FileSystems.join(directory, f"index-{pool}.faiss")
 
 
 def shard_file(name: str, shard: int, num_shards: int, suffix: str) -> str:

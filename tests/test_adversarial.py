@@ -10,15 +10,14 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.options import GenerateOptions
-from schemas.layout import build_path, dataset_path
+from schemas.layout import ADVERSARIAL_FILE, build_path, dataset_path
 from schemas.records import Reserved, Selection
-from tests.conftest import SMALL
-from tests.dataset_checks import check_dataset
-from tests.test_strategies import corpus_ref, strategy
+from tests.support.dataset_checks import check_dataset
+from tests.support.strategies import corpus_ref, strategy
+from tests.support.versions import SMALL
 from transforms.errors import InputError
 from transforms.strategies.adversarial import (
     MODEL,
-    REPORT_FILE,
     RULES,
     AdversarialFilter,
     accuracy,
@@ -156,7 +155,7 @@ def test_the_reserve_leaves_the_decoys_unchanged_and_the_filter_keeps_them_valid
         assert_that(checked, equal_to([True] * 10), label="valid selections")
         reserves = reserved["selections"] | "Reserves" >> beam.Map(reserve_is_valid)
         assert_that(reserves, equal_to([True] * 10), label="valid reserves")
-    with open(os.path.join(output, REPORT_FILE)) as handle:
+    with open(os.path.join(output, ADVERSARIAL_FILE)) as handle:
         report = json.load(handle)
     assert report["splits"]["train"]["instances"] == 10
     assert set(report["splits"]["train"]["before"]) == {*RULES, MODEL}
@@ -187,6 +186,7 @@ def test_options_refuse_adversarial_rounds_for_unfilterable_strategies_and_negat
     assert config.reserve == 8
 
 
+@pytest.mark.slow
 def test_generate_with_adversarial_rounds_fools_its_model_and_stays_valid(shared, synthetic_corpus):
     options = GenerateOptions(
         input=synthetic_corpus, output="", decoys="mcic", adversarial_rounds=2, **SMALL
@@ -195,7 +195,7 @@ def test_generate_with_adversarial_rounds_fools_its_model_and_stays_valid(shared
     check_dataset(options, sample=40)  # instances, validity (nltk), positive Score, formats
     with open(dataset_path(directory, "statistics.json")) as handle:
         statistics = json.load(handle)
-    with open(build_path(directory, REPORT_FILE)) as handle:
+    with open(build_path(directory, ADVERSARIAL_FILE)) as handle:
         assert statistics["adversarial_filtering"] == json.load(handle)
     report = statistics["adversarial_filtering"]
     assert report["rounds"] == 2 and set(report["splits"]) == {"train", "dev", "test"}

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks import growth, scale
-from pipelines.versions import completed_dataset, read_manifest
+from pipelines.store.versions import completed_dataset, read_manifest
 from schemas.layout import PARQUET, corpus_folder, shard_pattern
 
 

@@ -3,12 +3,12 @@
 import numpy as np
 
 from benchmarks import index
-from tests.test_index import _clustered
+from tests.support.vectors import clustered
 
 
 def test_the_index_benchmark_prints_one_row_per_setting_with_its_recall(tmp_path, capsys):
     path = tmp_path / "embeddings.npy"
-    np.save(path, _clustered(count=3000))
+    np.save(path, clustered(count=3000))
     argv = ["--embeddings", str(path), "--settings", "4x40,1x40", "--queries", "100"]
     assert index.main(argv) == 0
     rows = [line.strip("|").split("|") for line in capsys.readouterr().out.splitlines()[2:]]

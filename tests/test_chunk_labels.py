@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tests.conftest import COCO_VAL2017
+from tests.support.versions import COCO_VAL2017
 from transforms.corpus.normalize import normalize_caption
 from transforms.seeds import keyed_int
 

@@ -5,11 +5,11 @@ import os
 
 import pytest
 
-from tests.conftest import COCO_VAL2017
+from tests.support.versions import COCO_VAL2017
 from transforms.corpus.normalize import normalize_caption
+from transforms.english.chunker import PERSON, SCENE, chunk, chunk_text
+from transforms.english.evaluate import Scores, evaluate, read_captions, read_labels, table
 from transforms.errors import InputError
-from transforms.language.chunker import PERSON, SCENE, chunk, chunk_text
-from transforms.language.evaluate import Scores, evaluate, read_captions, read_labels, table
 
 LABELS = os.path.join(os.path.dirname(__file__), "data", "chunks_val2017.jsonl")
 

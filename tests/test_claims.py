@@ -1,4 +1,4 @@
-"""Version claims (pipelines/claims.py): one owner at a time, stale claims taken over."""
+"""Version claims (pipelines/store/claims.py): one owner at a time, stale claims taken over."""
 
 import contextlib
 import dataclasses
@@ -11,10 +11,9 @@ import time
 
 import pytest
 
-from pipelines import claims
-from pipelines.claims import (
+from pipelines.store import claims
+from pipelines.store.claims import (
     LEASE_SECONDS,
-    LOCK_FILE,
     Fence,
     acquire,
     claim_file,
@@ -22,6 +21,7 @@ from pipelines.claims import (
     holder_of,
     new_owner,
 )
+from schemas.layout import LOCK_FILE
 from transforms.errors import InputError
 
 
@@ -96,7 +96,7 @@ def test_a_claim_taken_over_is_neither_renewed_nor_released_and_the_fence_stops_
 
 
 class _PausedAt:
-    """``os`` as pipelines.claims sees it, with a pause before its ``at``-th call: another
+    """``os`` as pipelines.store.claims sees it, with a pause before its ``at``-th call: another
     run acts (``meanwhile``) while this one is stopped there, as under SIGSTOP."""
 
     def __init__(self, at: int, meanwhile):

@@ -8,19 +8,17 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from schemas.layout import corpus_folder, dataset_path
-from tests.dataset_checks import check_dataset, read_parquet
-from tests.test_train import in_text_order
+from tests.support.dataset_checks import check_dataset, in_text_order, read_parquet
 from transforms.corpus.neighbours import load_searchable, search
-from transforms.strategies.closed_sets import (
+from transforms.strategies.closed_sets import ClosedSets
+from transforms.strategies.closed_sets.leftovers import (
     LEFTOVER_DEPTH,
-    ClosedSets,
-    Edges,
-    cosines_among,
-    first_allowed,
     graph_weights,
     leftover_graphs,
     searched_deeper,
 )
+from transforms.strategies.closed_sets.pairs import Edges, first_allowed
+from transforms.strategies.closed_sets.selections import cosines_among
 from transforms.strategies.validity import mutual_allowed, pairs_allowed
 
 SPLITS = ("train", "dev", "test")

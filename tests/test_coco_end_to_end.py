@@ -5,7 +5,7 @@ import json
 import pytest
 
 from schemas.layout import dataset_path
-from tests.dataset_checks import check_dataset
+from tests.support.dataset_checks import check_dataset
 
 
 @pytest.mark.slow

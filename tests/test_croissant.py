@@ -17,18 +17,21 @@ import mlcroissant
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.versions import read_manifest
+from pipelines.store.versions import read_manifest
 from schemas.instance import FIELDS
-from schemas.layout import DATASET, PARQUET, TFRECORD, dataset_path, shard_pattern
+from schemas.layout import (
+    CROISSANT_FILE,
+    DATASET,
+    PARQUET,
+    TFDS_FEATURES_FILE,
+    TFDS_INFO_FILE,
+    TFRECORD,
+    dataset_path,
+    shard_pattern,
+)
 from transforms.files import list_files
 from transforms.report.card import cited, corpus
-from transforms.report.croissant import METADATA_FILE
-from transforms.report.tfds import (
-    DATASET_INFO_FILE,
-    FEATURES_FILE,
-    tfds_dataset_info,
-    tfds_features,
-)
+from transforms.report.tfds import tfds_dataset_info, tfds_features
 
 TFDS_WRITTEN = os.path.join(os.path.dirname(__file__), "data", "tfds")
 # Recommended, not required; a run's date would make reruns differ (croissant.py)
@@ -49,7 +52,7 @@ def plain(value):
 @pytest.fixture(scope="module")
 def croissant(closed_sets_dataset) -> tuple[str, mlcroissant.Dataset]:
     directory, _ = closed_sets_dataset
-    return directory, mlcroissant.Dataset(jsonld=dataset_path(directory, METADATA_FILE))
+    return directory, mlcroissant.Dataset(jsonld=dataset_path(directory, CROISSANT_FILE))
 
 
 def test_metadata_is_valid_croissant(croissant):
@@ -94,7 +97,7 @@ def test_croissant_lists_each_parquet_shard_as_the_manifest_does(croissant):
     assert set(listed) == shards
     assert all(listed[path] == manifest[path]["sha256"] for path in shards)
     # the metadata is part of the version: listed, so a changed byte is refused
-    assert f"{DATASET}/{METADATA_FILE}" in manifest
+    assert f"{DATASET}/{CROISSANT_FILE}" in manifest
 
 
 def test_croissant_fields_are_the_instance_schema(croissant):
@@ -136,9 +139,9 @@ def test_tfds_files_are_what_tfds_writes():
 
 def test_tfds_files_describe_the_tfrecord_shards(closed_sets_dataset):
     directory, _ = closed_sets_dataset
-    with open(dataset_path(directory, FEATURES_FILE), encoding="utf-8") as handle:
+    with open(dataset_path(directory, TFDS_FEATURES_FILE), encoding="utf-8") as handle:
         assert json.load(handle) == tfds_features(5)
-    with open(dataset_path(directory, DATASET_INFO_FILE), encoding="utf-8") as handle:
+    with open(dataset_path(directory, TFDS_INFO_FILE), encoding="utf-8") as handle:
         info = json.load(handle)
     statistics = read_manifest(directory)["statistics"]["splits"]
     for split in info["splits"]:

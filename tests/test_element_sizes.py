@@ -13,8 +13,8 @@ from apache_beam.metrics import monitoring_infos
 
 from pipelines.generate import build_pipeline
 from pipelines.options import GenerateOptions
-from tests.conftest import TRAINING
-from transforms.corpus import store
+from tests.support.versions import TRAINING
+from transforms.corpus import pv_training
 from transforms.dataset import write
 
 # PCollections that grow with the corpus by design, and why.
@@ -55,7 +55,7 @@ def twice_the_images(shared) -> str:
 
 @pytest.mark.slow
 def test_no_element_grows_with_the_corpus(training_corpus, twice_the_images, tmp_path, monkeypatch):
-    monkeypatch.setattr(store, "PART_SIZE", 1000)
+    monkeypatch.setattr(pv_training, "PART_SIZE", 1000)
     monkeypatch.setattr(write, "SHARD_CAPTIONS", 1000)
     small = element_sizes(training_corpus, str(tmp_path / "small"))
     large = element_sizes(twice_the_images, str(tmp_path / "large"))

@@ -16,7 +16,7 @@ import pytest
 from pipelines.evaluate import SCORES_FILE, TABLE_FILE, run
 from pipelines.options import EvaluateOptions, GenerateOptions
 from schemas.layout import PARQUET, shard_pattern
-from tests.conftest import SMALL
+from tests.support.versions import SMALL
 from transforms.corpus.split import SPLITS
 from transforms.errors import InputError
 from transforms.files import list_files

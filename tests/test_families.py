@@ -10,9 +10,15 @@ import pytest
 from pipelines.make_corpus import main as make_corpus
 from pipelines.options import GenerateOptions
 from schemas.layout import dataset_path
-from tests.conftest import SMALL, Shared
-from tests.dataset_checks import SPLITS, check_dataset, read_corpus, read_parquet, written_dataset
-from transforms.language.forced_choice_tasks import OTHER_CAPTIONS
+from tests.support.dataset_checks import (
+    SPLITS,
+    check_dataset,
+    read_corpus,
+    read_parquet,
+    written_dataset,
+)
+from tests.support.versions import SMALL, Shared
+from transforms.english.forced_choice_tasks import OTHER_CAPTIONS
 from transforms.strategies.closed_sets import ClosedSets
 from transforms.strategies.invariants import InvariantBroken, WrittenDataset
 from transforms.strategies.mcic import Mcic

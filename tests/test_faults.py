@@ -22,10 +22,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import generate, make_corpus, optimize, regenerate, train
-from pipelines.claims import LOCK_FILE
-from pipelines.lifecycle import write_version
-from pipelines.versions import plan_version, verify_version
-from tests.conftest import SMALL
+from pipelines.store.lifecycle import write_version
+from pipelines.store.versions import plan_version, verify_version
+from schemas.layout import LOCK_FILE
+from tests.support.versions import SMALL
 from transforms.errors import InputError
 
 COCO = {

@@ -242,7 +242,7 @@ def test_images_checkpoint_and_output_on_gcs_give_the_local_bytes(tmp_path, monk
     folder from it and writes there: the bytes of the same run on local files."""
     from google.cloud import storage
 
-    from tests.gcs_emulator import PROJECT, gcs_servers
+    from tests.support.gcs_emulator import PROJECT, gcs_servers
 
     spec, _ = tiny_hf(tmp_path / "model")
     with gcs_servers() as environment:

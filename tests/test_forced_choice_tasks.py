@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from transforms.corpus.normalize import normalize_caption
-from transforms.language.chunker import PERSON, SCENE, chunk
-from transforms.language.forced_choice_tasks import (
+from transforms.english.chunker import PERSON, SCENE, chunk
+from transforms.english.forced_choice_tasks import (
     OTHER_CAPTIONS,
     OWN_CAPTION,
     TASKS,

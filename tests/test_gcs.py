@@ -18,14 +18,14 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from google.cloud import storage
 
-from pipelines.claims import LOCK_FILE
 from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
-from pipelines.versions import completed_dataset, verify_version
-from tests.conftest import SMALL, SMALL_MCIC
-from tests.dataset_checks import check_dataset
-from tests.gcs_emulator import PROJECT, gcs_servers
-from tests.version_checks import failure_after_a_train_shard, version_files
+from pipelines.store.versions import completed_dataset, verify_version
+from schemas.layout import LOCK_FILE
+from tests.support.dataset_checks import check_dataset
+from tests.support.gcs_emulator import PROJECT, gcs_servers
+from tests.support.version_checks import failure_after_a_train_shard, version_files
+from tests.support.versions import SMALL, SMALL_MCIC
 from transforms.corpus.read import ReadCaptions, expand_inputs, parse_image_list, parse_lines
 from transforms.files import read_file
 
@@ -59,6 +59,7 @@ def _download(client: storage.Client, prefix: str, destination: pathlib.Path) ->
         blob.download_to_filename(str(target))
 
 
+@pytest.mark.slow
 def test_generate_reads_gcs_and_writes_the_local_runs_bytes_to_gcs(
     gcs, corpus_in_bucket, small_dataset, tmp_path
 ):

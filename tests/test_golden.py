@@ -30,9 +30,8 @@ import os
 import pickle
 from collections.abc import Callable
 
-from pipelines.lifecycle import STATISTICS_FILE
-from pipelines.versions import COMPLETE_FILE, MANIFEST_FILE, read_manifest
-from schemas.layout import BUILD, DATASET
+from pipelines.store.versions import read_manifest
+from schemas.layout import BUILD, COMPLETE_FILE, DATASET, MANIFEST_FILE, STATISTICS_FILE
 from transforms.report.card import CARD_FILE
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "synthetic_outputs.json")

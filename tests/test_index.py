@@ -2,20 +2,13 @@ import faiss
 import numpy as np
 import pytest
 
+from tests.support.vectors import clustered
 from transforms.corpus import index as faiss_index
 from transforms.corpus.index import IndexConfig, build_index, read_index, write_index
 
 
-def _clustered(count=4000, dim=16, clusters=40, seed=0):
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(clusters, dim))
-    vectors = centres[rng.integers(clusters, size=count)] + 0.3 * rng.normal(size=(count, dim))
-    vectors = vectors.astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
 def test_small_pools_are_searched_exactly():
-    vectors = _clustered(count=500)
+    vectors = clustered(count=500)
     index = build_index(
         vectors, IndexConfig(exact_limit=500, nlist=0, nprobe=1, scan=1, neighbours=10, seed=0)
     )
@@ -26,7 +19,7 @@ def test_small_pools_are_searched_exactly():
 
 
 def test_large_pools_use_ivf_with_high_recall_and_survive_the_file(tmp_path):
-    vectors = _clustered()
+    vectors = clustered()
     config = IndexConfig(exact_limit=1000, nlist=0, nprobe=16, scan=1, neighbours=50, seed=0)
     write_index(build_index(vectors, config), str(tmp_path / "pool.faiss"))
     index = read_index(str(tmp_path / "pool.faiss"), config)
@@ -40,7 +33,7 @@ def test_large_pools_use_ivf_with_high_recall_and_survive_the_file(tmp_path):
 
 
 def test_ivf_is_reproducible_for_a_seed():
-    vectors = _clustered()
+    vectors = clustered()
     config = IndexConfig(exact_limit=0, nlist=32, nprobe=0, scan=20, neighbours=20, seed=5)
     first = build_index(vectors, config).search(vectors[:50], 20)[1]
     second = build_index(vectors, config).search(vectors[:50], 20)[1]
@@ -51,7 +44,7 @@ def test_ivf_is_reproducible_for_a_seed():
 def test_a_pool_added_by_chunks_of_its_rows_is_the_index_of_its_vectors(
     exact_limit, monkeypatch, tmp_path
 ):
-    vectors = _clustered()
+    vectors = clustered()
     rows = np.flatnonzero(np.random.default_rng(1).random(len(vectors)) < 0.7)
     config = IndexConfig(exact_limit, nlist=0, nprobe=0, scan=20, neighbours=20, seed=3)
     whole = faiss.serialize_index(build_index(vectors[rows], config))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from schemas.examples import Batch
-from tests.conftest import COCO_VAL2017
+from tests.support.versions import COCO_VAL2017
 from transforms.corpus.normalize import normalize_caption
 from transforms.trainer.language_model import DISCOUNT, END, START, UNKNOWN, fit_bigram_lm
 from transforms.trainer.models import answers

@@ -13,10 +13,10 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.cli import parse_options
-from pipelines.language import with_language
-from pipelines.manifest import language_record, recorded_options
+from pipelines.cli.tables import with_tables
 from pipelines.options import GenerateOptions
-from pipelines.versions import version_name
+from pipelines.store.manifest import language_record, recorded_options
+from pipelines.store.versions import version_name
 from schemas.records import RawCaption
 from transforms.corpus.languages import chinese, japanese
 from transforms.corpus.languages.detect import (
@@ -218,7 +218,7 @@ def test_auto_is_resolved_from_the_input_files_and_logged_once(tmp_path, caplog)
     path.write_text("".join(f"{i}.jpg#0\t{c}\n" for i, c in enumerate(captions)), "utf-8")
     caplog.set_level(logging.INFO)
     options = GenerateOptions(input=str(path), output="out", language=AUTO)
-    assert with_language(options, [str(path)]).language == "de"
+    assert options.with_language([str(path)]).language == "de"
     logged = [r.getMessage() for r in caplog.records if "--language auto" in r.getMessage()]
     assert logged == [detect_language(caption_sample([str(path)], SAMPLE_PER_FILE))[1]]
 
@@ -292,7 +292,7 @@ def test_auto_resolving_to_another_language_is_checked_against_the_strategy(tmp_
     path.write_text("1.jpg#0\tEin Hund läuft im Park\n", "utf-8")
     options = GenerateOptions(input=str(path), output="out", decoys="switch_people", language=AUTO)
     with pytest.raises(InputError, match="not --language de"):
-        with_language(options, [str(path)])
+        options.with_language([str(path)])
 
 
 def test_concept_words_keep_single_characters_of_other_scripts():
@@ -302,8 +302,8 @@ def test_concept_words_keep_single_characters_of_other_scripts():
 def test_the_manual_lists_every_language_as_the_registry_prints_it():
     page = os.path.join(os.path.dirname(__file__), "..", "docs", "languages.md")
     with open(page, encoding="utf-8") as handle:
-        assert language_table() in handle.read(), (
-            "docs/languages.md lacks python -m pipelines.cli.tables languages as printed"
+        assert language_table() in with_tables(handle.read()), (
+            "docs/languages.md lacks its <!-- table: languages --> line"
         )
 
 

@@ -17,7 +17,7 @@ import pytest
 from pipelines.options import GenerateOptions
 from schemas.layout import dataset_path
 from schemas.records import RawCaption
-from tests.dataset_checks import check_dataset, read_corpus
+from tests.support.dataset_checks import check_dataset, read_corpus
 from transforms.corpus.languages.registry import LANGUAGES
 from transforms.corpus.read import LINES, caption_sample, expand_inputs
 

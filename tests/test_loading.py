@@ -21,13 +21,13 @@ import pytest
 import yaml
 
 from pipelines.generate import run
-from pipelines.manifest import language_record
+from pipelines.store.manifest import language_record
 from schemas.instance import FIELDS
 from schemas.layout import FEATURE_SPEC_FILE, PARQUET, TFRECORD, dataset_path, shard_pattern
 from schemas.tf_example import tfrecord_feature_spec
-from tests.conftest import copied_into
-from tests.dataset_checks import SPLITS, read_parquet
-from tests.tfrecord_reader import parse_example, read_records
+from tests.support.dataset_checks import SPLITS, read_parquet
+from tests.support.tfrecord_reader import parse_example, read_records
+from tests.support.versions import copied_into
 from transforms.corpus.languages.registry import LANGUAGES
 from transforms.corpus.synthetic import HEAD_BYTES, is_synthetic
 from transforms.report.card import CARD_SECTION, corpus, root_card, size_category, version_card

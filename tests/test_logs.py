@@ -9,9 +9,10 @@ from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.runners.portability import local_job_service
 from apache_beam.runners.worker import sdk_worker_main
 
-from pipelines import generate, versions
+from pipelines import generate
 from pipelines.options import LogOptions
 from pipelines.runner import logging_to
+from pipelines.store import versions
 from transforms import progress
 from transforms.corpus.synthetic import write_coco
 from transforms.errors import InputError
@@ -33,7 +34,7 @@ def messages(text: str) -> list[str]:
 
 
 def log_as_ours(level: int, message: str) -> None:
-    """As a line of pipelines/versions.py (this file is not the project's: its lines are not
+    """As a line of pipelines/store/versions.py (this file is not the project's: its lines are not
     ours)."""
     logging.getLogger().handle(
         logging.LogRecord("root", level, versions.__file__, 1, message, (), None)

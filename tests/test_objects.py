@@ -8,8 +8,7 @@ import pytest
 from pipelines import make_corpus
 from transforms.corpus.normalize import normalize_caption
 from transforms.corpus.synthetic import PLACE_OBJECTS, SUBJECTS
-from transforms.errors import InputError
-from transforms.language.objects import (
+from transforms.english.objects import (
     CATEGORIES,
     CATEGORY_IDS,
     LEXICON,
@@ -20,6 +19,7 @@ from transforms.language.objects import (
     read_instances,
     tie_keys,
 )
+from transforms.errors import InputError
 
 
 def objects_of(caption: str) -> set[str]:

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from schemas.layout import corpus_folder, dataset_path
-from tests.dataset_checks import check_dataset
+from tests.support.dataset_checks import check_dataset
 
 
 def test_synthetic_dataset_invariants(small_dataset):
@@ -52,7 +52,7 @@ def test_statistics_count_every_caption(small_dataset):
 
 def test_random_decoys_are_drawn_uniformly_from_other_images(random_dataset, mcic_dataset):
     from pipelines.options import GenerateOptions
-    from tests.dataset_checks import read_parquet
+    from tests.support.dataset_checks import read_parquet
     from transforms.corpus.neighbours import load_searchable
     from transforms.strategies.random_decoys import draw
 

@@ -22,8 +22,8 @@ from matplotlib.image import imsave
 from pipelines.options import GenerateOptions
 from pipelines.preview import INDEX_FILE, main
 from schemas.layout import PARQUET, shard_pattern
-from tests.conftest import SMALL_MCIC
-from tests.gcs_emulator import PROJECT, gcs_servers
+from tests.support.gcs_emulator import PROJECT, gcs_servers
+from tests.support.versions import SMALL_MCIC
 from transforms.corpus.split import SPLITS
 from transforms.report.preview import (
     LOCAL,

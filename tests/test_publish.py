@@ -1,5 +1,5 @@
 """dmc-publish: a version's dataset folder, and nothing else, to a Hub dataset repo, here a
-stub hub on loopback (tests/hub_stub.py) that huggingface_hub's own client talks to."""
+stub hub on loopback (tests/support/hub_stub.py) that huggingface_hub's own client talks to."""
 
 import os
 import shutil
@@ -11,16 +11,10 @@ from google.cloud import storage
 
 from pipelines import publish
 from pipelines.publish import main
-from pipelines.versions import (
-    COMPLETE_FILE,
-    LATEST_LINK,
-    MANIFEST_FILE,
-    NOT_LISTED,
-    completed_dataset,
-)
-from schemas.layout import BUILD, DATASET
-from tests.gcs_emulator import PROJECT, gcs_servers
-from tests.hub_stub import GITATTRIBUTES, REFUSED_TOKEN, Repo, stub_hub
+from pipelines.store.versions import NOT_LISTED, completed_dataset
+from schemas.layout import BUILD, COMPLETE_FILE, DATASET, LATEST_LINK, MANIFEST_FILE
+from tests.support.gcs_emulator import PROJECT, gcs_servers
+from tests.support.hub_stub import GITATTRIBUTES, REFUSED_TOKEN, Repo, stub_hub
 
 TOKEN = "hf_stub_token"
 

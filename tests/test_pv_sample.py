@@ -11,10 +11,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.cli import parse_options
 from pipelines.options import GenerateOptions
-from pipelines.versions import version_name
+from pipelines.store.versions import version_name
+from schemas.layout import TRAINED_ROWS_FILE
 from schemas.records import Caption
-from transforms.corpus import store
-from transforms.corpus.inference import INFERRED_DIRECTORY, TRAINED_ROWS, infer_vectors
+from transforms.corpus import pv_training
+from transforms.corpus.inference import INFERRED_DIRECTORY, infer_vectors
 from transforms.corpus.paragraph_vectors import (
     TRAIN_SAMPLE,
     PVConfig,
@@ -22,12 +23,8 @@ from transforms.corpus.paragraph_vectors import (
     train_sample_rows,
     unit_vectors,
 )
-from transforms.corpus.store import (
-    TrainParagraphVectors,
-    load_corpus,
-    own_closeness,
-    train_and_write,
-)
+from transforms.corpus.pv_training import TrainParagraphVectors, train_and_write
+from transforms.corpus.store import load_corpus, own_closeness
 from transforms.corpus.synthetic import images
 from transforms.errors import InputError
 
@@ -70,7 +67,7 @@ def test_a_sampled_run_trains_its_sample_and_infers_the_others(tmp_path):
     captions = _captions()
     ids = [c.caption_id for c in captions]
     sample = train_sample_rows(ids, 300, PV.seed)
-    trained = np.load(tmp_path / "build" / "corpus" / TRAINED_ROWS)
+    trained = np.load(tmp_path / "build" / "corpus" / TRAINED_ROWS_FILE)
     np.testing.assert_array_equal(trained, sample)
     assert len(trained) == 300 and ref.size == len(captions) == 800
 
@@ -114,13 +111,13 @@ def _pipeline_run(output: pathlib.Path, beam_args: list[str]) -> None:
 
 @pytest.mark.slow
 def test_a_sampled_corpus_is_byte_identical_on_one_and_two_workers(tmp_path, monkeypatch):
-    monkeypatch.setattr(store, "PART_SIZE", 64)  # the captions reach training in 13+ parts
+    monkeypatch.setattr(pv_training, "PART_SIZE", 64)  # the captions reach training in 13+ parts
     _pipeline_run(tmp_path / "one", [])
     two = ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]
     _pipeline_run(tmp_path / "two", two)
     _write(tmp_path / "in_process", 300)
     files = _files(tmp_path / "one")
-    assert set(files) == {*CORPUS_FILES, TRAINED_ROWS}
+    assert set(files) == {*CORPUS_FILES, TRAINED_ROWS_FILE}
     assert files == _files(tmp_path / "two") == _files(tmp_path / "in_process")  # no parts left
 
 

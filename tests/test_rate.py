@@ -12,7 +12,6 @@ import pathlib
 import pytest
 from matplotlib.image import imsave
 
-from pipelines.claims import claimed
 from pipelines.options import GenerateOptions
 from pipelines.rate import (
     ANSWERS_FILE,
@@ -25,14 +24,14 @@ from pipelines.rate import (
     main,
     subset_name,
 )
-from pipelines.versions import completed_dataset, read_manifest, verify_version
-from schemas.layout import PARQUET, shard_pattern
-from tests.browser import Browser
-from tests.conftest import SMALL
-from tests.version_checks import version_files
+from pipelines.store.claims import claimed
+from pipelines.store.versions import completed_dataset, read_manifest, verify_version
+from schemas.layout import CROISSANT_FILE, PARQUET, TFDS_INFO_FILE, shard_pattern
+from tests.support.browser import Browser
+from tests.support.version_checks import version_files
+from tests.support.versions import SMALL
 from transforms.errors import InputError
 from transforms.files import read_parquet_files
-from transforms.report.croissant import METADATA_FILE
 from transforms.report.rating_app import render_app
 from transforms.report.ratings import (
     DUPLICATE,
@@ -54,7 +53,6 @@ from transforms.report.ratings import (
     table_text,
     table_two,
 )
-from transforms.report.tfds import DATASET_INFO_FILE
 from transforms.trainer.metrics import binomial_std
 
 # Arithmetic on hand-made answer sets.
@@ -460,7 +458,7 @@ def test_the_app_is_answered_in_chromium_and_the_import_reports_the_chosen_table
         if not path.startswith(("dataset/parquet/dev", "dataset/tfrecord/dev", "dataset/mcic/dev"))
     }
     # what describes the dev split: the card, statistics, Croissant and TFDS metadata
-    described = ("README.md", "statistics.json", METADATA_FILE, DATASET_INFO_FILE)
+    described = ("README.md", "statistics.json", CROISSANT_FILE, TFDS_INFO_FILE)
     changed = {
         f"dataset/{name}" for name in (*described, "decoy_similarities.png", "split_sizes.png")
     }

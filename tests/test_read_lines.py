@@ -8,7 +8,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.generate import input_checksums
 from pipelines.options import GenerateOptions
-from pipelines.versions import version_name
+from pipelines.store.versions import version_name
 from schemas.records import RawCaption
 from transforms.corpus.read import LINES, ReadCaptions, parse_image_list, parse_lines
 from transforms.errors import InputError

@@ -12,9 +12,9 @@ from pipelines import regenerate
 from pipelines.generate import main as generate
 from pipelines.options import TrainOptions
 from pipelines.regenerate import changes, main
-from pipelines.versions import verify_version
-from tests.conftest import SMALL, SMALL_TRAINING
-from tests.version_checks import failure_after_a_train_shard
+from pipelines.store.versions import verify_version
+from tests.support.version_checks import failure_after_a_train_shard
+from tests.support.versions import SMALL, SMALL_TRAINING
 
 MANIFEST = {"inputs": [{"path": "a.json", "sha256": "1"}], "options": {"seed": 0, "output": "x"}}
 
@@ -37,6 +37,7 @@ def _regenerate(capsys, corpus: str, root: pathlib.Path, *extra: str) -> tuple[i
     return code, line.split(": ", 1)[1]
 
 
+@pytest.mark.slow
 def test_regenerates_only_when_an_input_changes(synthetic_corpus, tmp_path, capsys):
     corpus = tmp_path / "captions.json"
     corpus.write_bytes(pathlib.Path(synthetic_corpus).read_bytes())
@@ -88,6 +89,7 @@ def test_bad_options_are_one_line_and_exit_code_2(synthetic_corpus, tmp_path, ca
     )
 
 
+@pytest.mark.slow
 def test_the_audit_gate_holds_a_leaking_version_back_run_after_run(
     synthetic_corpus, tmp_path, capsys
 ):

@@ -11,7 +11,7 @@ import pytest
 from pipelines.generate import run
 from pipelines.optimize import run_search
 from pipelines.options import GenerateOptions
-from tests.conftest import COCO_VAL2017
+from tests.support.versions import COCO_VAL2017
 from transforms.search.optimize import (
     mgs_rank,
     neighbourhoods_within,
@@ -97,6 +97,7 @@ def test_search_prefers_enough_epochs_on_a_generated_corpus(synthetic_corpus, tm
     assert sorted(os.listdir(written)) == ["pv-dim32-epochs20.model", "report.json"]
 
 
+@pytest.mark.slow
 def test_generate_optimize_uses_and_records_the_winners(synthetic_corpus, tmp_path):
     options = _search_options(
         synthetic_corpus, str(tmp_path), optimize=True, pv_epochs_grid="2,15", lambda_grid="0.2,0.6"

@@ -17,13 +17,14 @@ import pytest
 
 from pipelines.generate import run
 from pipelines.options import GenerateOptions
-from pipelines.versions import read_manifest
+from pipelines.store.versions import read_manifest
 from schemas.layout import MCIC, PARQUET, TFRECORD, build_path, corpus_folder, dataset_path
-from tests.conftest import TRAINING
-from tests.dataset_checks import check_dataset, read_parquet
+from tests.support.dataset_checks import check_dataset, read_parquet
+from tests.support.versions import TRAINING
 from transforms import spill
-from transforms.strategies.closed_sets import BORDER_ROUNDS, SPILLED
-from transforms.strategies.parts import depth_for
+from transforms.strategies.closed_sets import SPILLED
+from transforms.strategies.closed_sets.border import BORDER_ROUNDS
+from transforms.strategies.closed_sets.parts import depth_for
 
 pytestmark = pytest.mark.slow  # whole runs, sharded, on one and two workers and two runners
 

@@ -104,6 +104,7 @@ def test_the_example_strategy_reaches_decoys_help_the_manual_and_validation(regi
     )
 
 
+@pytest.mark.slow
 def test_the_example_strategy_writes_a_dataset_that_passes_every_check(
     registered, shared, coco_subset
 ):

@@ -24,6 +24,7 @@ def example(number: int, split: str = "train", k: int = 3, dim: int = 4) -> Exam
         options=rng.standard_normal((k, dim)).astype(np.float32),
         text=rng.standard_normal((k, 4)).astype(np.float32),
         texts=tuple(f"caption {number} {j}" for j in range(k)),
+        option_set=f"{number}",
     )
 
 

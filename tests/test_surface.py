@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
-from tests.conftest import COCO_VAL2017
+from tests.support.versions import COCO_VAL2017
 from transforms.corpus.normalize import normalize_caption
 from transforms.corpus.surface import (
     encode_ngrams,

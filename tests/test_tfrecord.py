@@ -1,4 +1,5 @@
-"""The TFRecord files, read by a parser written from the specs (tests/tfrecord_reader.py)."""
+"""The TFRecord files, read by a parser written from the specs
+(tests/support/tfrecord_reader.py)."""
 
 import glob
 
@@ -6,12 +7,12 @@ import numpy as np
 
 from schemas.instance import FIELDS
 from schemas.layout import TFRECORD, shard_pattern
-from tests.dataset_checks import read_parquet
-from tests.tfrecord_reader import masked_crc, parse_example, read_records
+from tests.support.dataset_checks import read_parquet
+from tests.support.tfrecord_reader import masked_crc, parse_example, read_records
 
 
 def test_crc32c_reference_vector():
-    from tests.tfrecord_reader import crc32c
+    from tests.support.tfrecord_reader import crc32c
 
     assert crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
     assert masked_crc(b"") == ((0 >> 15 | 0 << 17) + 0xA282EAD8) & 0xFFFFFFFF

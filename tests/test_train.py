@@ -17,12 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.options import GenerateOptions, TrainOptions
+from pipelines.store.versions import describe_file, read_manifest
 from pipelines.train import main, run
-from pipelines.versions import describe_file, read_manifest
 from schemas.instance import ARROW_SCHEMA, DECOY, FIELDS, OPTION
 from schemas.layout import build_path, corpus_folder, dataset_path
-from tests.conftest import SMALL_TRAINING
-from tests.dataset_checks import read_parquet
+from tests.support.dataset_checks import in_text_order, read_parquet
+from tests.support.versions import SMALL_TRAINING
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.errors import InputError
 from transforms.seeds import keyed_rng
@@ -137,17 +137,6 @@ def test_text_only_audits_report_what_the_files_give(mcic_dataset, mcic_results)
         for row in results.values():
             assert row[split]["total"] == len(rows)
     assert results["Hub by BLEU"]["input"] == results["Text-FFNN"]["input"] == "text"
-
-
-def in_text_order(row: dict) -> dict:
-    """The options sorted by text, as the trainer sees them: ties go to the first text."""
-    order = sorted(range(len(row["options"])), key=row["options"].__getitem__)
-    return {
-        **row,
-        "options": [row["options"][k] for k in order],
-        "option_caption_ids": [row["option_caption_ids"][k] for k in order],
-        "label": order.index(row["label"]),
-    }
 
 
 @trained

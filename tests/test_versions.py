@@ -11,14 +11,19 @@ import time
 
 import pytest
 
-from pipelines.claims import claim_file, holder_of
 from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
 from pipelines.regenerate import main as regenerate
-from pipelines.versions import COMPLETE_FILE, completed_dataset, link_latest, version_name
-from tests.conftest import SMALL, SMALL_MCIC, copied_into
-from tests.dataset_checks import check_dataset
-from tests.version_checks import failure_after_a_train_shard, same_but_the_name, version_files
+from pipelines.store.claims import claim_file, holder_of
+from pipelines.store.versions import completed_dataset, link_latest, version_name
+from schemas.layout import COMPLETE_FILE
+from tests.support.dataset_checks import check_dataset
+from tests.support.version_checks import (
+    failure_after_a_train_shard,
+    same_but_the_name,
+    version_files,
+)
+from tests.support.versions import SMALL, SMALL_MCIC, copied_into
 from transforms.errors import InputError
 
 CHECKSUMS = [{"sha256": "a" * 64}, {"sha256": "b" * 64}]
@@ -66,6 +71,7 @@ def test_rerun_is_up_to_date_and_force_writes_an_identical_new_version(
     assert any(name.endswith(".parquet") for name in version_files(first))
 
 
+@pytest.mark.slow
 def test_a_failed_run_leaves_latest_alone_and_the_next_run_completes(
     small_closed_sets, synthetic_corpus, tmp_path
 ):

@@ -69,7 +69,7 @@ def read_json(path: str, kind: type = dict, what: str = "it") -> Any:
 def unfenced() -> None:
     """The fence of writes no version claim guards (tests, scratch runs): every writer
     into a version takes a fence, which stops a run whose claim was taken over
-    (pipelines/claims.py: Fence)."""
+    (pipelines/store/claims.py: Fence)."""
 
 
 def write_file(path: str, data: bytes | memoryview) -> None:

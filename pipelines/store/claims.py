@@ -24,10 +24,10 @@ from datetime import datetime, timezone
 
 from apache_beam.io.filesystems import FileSystems
 
+from schemas.layout import LOCK_FILE
 from transforms.errors import InputError
 from transforms.files import bucket_of, storage_client
 
-LOCK_FILE = "_LOCK"
 # A claim not renewed for this long is stale; a test's runs shorten it through the
 # environment, to pause a run past its lease in seconds.
 LEASE_SECONDS = float(os.environ.get("DMC_CLAIM_LEASE_SECONDS", 600))

@@ -1,12 +1,12 @@
 """One version lifecycle: every producer of a version (generate, dmc-rate filter) writes it here.
 
-:func:`write_version` claims the version (:mod:`pipelines.claims`), clears what a
+:func:`write_version` claims the version (:mod:`pipelines.store.claims`), clears what a
 failed run left in it, lets the producer write its records (a Beam run, or a rated
 subset), then computes its statistics, audits it with text-only models, writes its
 card, checks its files against the records the producer says it wrote, writes the
-manifest and publishes it (:mod:`pipelines.versions`). A producer is one callback,
+manifest and publishes it (:mod:`pipelines.store.versions`). A producer is one callback,
 so a new one cannot skip the claim or a check, and counts are passed, never faked.
-It lives apart from :mod:`pipelines.versions`, which every reader of a version
+It lives apart from :mod:`pipelines.store.versions`, which every reader of a version
 imports, because it loads the trainer and matplotlib.
 """
 
@@ -17,11 +17,9 @@ from datetime import datetime, timezone
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.claims import Fence, claimed
-from pipelines.metadata import write_metadata
-from pipelines.versions import (
-    MANIFEST_FILE,
-    VERSIONS_DIRECTORY,
+from pipelines.store.claims import Fence, claimed
+from pipelines.store.metadata import write_metadata
+from pipelines.store.versions import (
     Version,
     checked_inventory,
     clear_incomplete,
@@ -31,15 +29,13 @@ from pipelines.versions import (
     publish,
     read_manifest,
 )
-from schemas.layout import DATASET, dataset_path
+from schemas.layout import DATASET, MANIFEST_FILE, STATISTICS_FILE, VERSIONS_DIRECTORY, dataset_path
 from transforms.dataset.statistics import compute_statistics, read_written, unaccounted
 from transforms.errors import NotPublished, input_error_message
 from transforms.files import read_json, remove_empty_folder, write_file, write_json
 from transforms.report.card import CARD_FILE, CARD_SECTION, root_card, split_bytes, version_card
 from transforms.report.plots import dataset_plot_captions, dataset_plots
 from transforms.trainer.dataset_audit import WARN, AuditConfig, audit_dataset, held_back
-
-STATISTICS_FILE = "statistics.json"
 
 
 @dataclass(frozen=True)

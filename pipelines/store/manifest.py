@@ -1,4 +1,4 @@
-"""The run manifest: what was run on what (pipelines.lifecycle completes and writes it)."""
+"""The run manifest: what was run on what (pipelines.store.lifecycle completes and writes it)."""
 
 import dataclasses
 import hashlib
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.versions import RECORDED_WHEN_SET
+from pipelines.store.versions import RECORDED_WHEN_SET
 from transforms.corpus.languages.base import Language
 from transforms.corpus.languages.registry import ENGLISH
 from transforms.corpus.synthetic import HEAD_BYTES, is_synthetic
@@ -81,7 +81,7 @@ def _git_commit() -> str | None:
 def build_manifest(
     options, checksums: list[dict], beam_args: list[str], search: dict | None
 ) -> dict:
-    """What was run on what; pipelines.lifecycle adds the version, time, statistics, metrics
+    """What was run on what; pipelines.store.lifecycle adds the version, time, statistics, metrics
     and files. ``search``: where the search report is and what it chose (``--optimize``), or
     None."""
     language = options.caption_language()

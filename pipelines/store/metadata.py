@@ -7,17 +7,21 @@ written, which the manifest's inventory then reuses: a shard is read once as a v
 is finished.
 """
 
-from schemas.layout import DATASET, PARQUET, SHARD_NAME, SUFFIXES, TFRECORD, dataset_path
+from schemas.layout import (
+    CROISSANT_FILE,
+    DATASET,
+    PARQUET,
+    SHARD_NAME,
+    SUFFIXES,
+    TFDS_FEATURES_FILE,
+    TFDS_INFO_FILE,
+    TFRECORD,
+    dataset_path,
+)
 from transforms.files import write_json
 from transforms.report.card import cited, corpus
-from transforms.report.croissant import METADATA_FILE, croissant_metadata
-from transforms.report.tfds import (
-    DATASET_INFO_FILE,
-    FEATURES_FILE,
-    tfds_dataset_info,
-    tfds_features,
-    tfds_name,
-)
+from transforms.report.croissant import croissant_metadata
+from transforms.report.tfds import tfds_dataset_info, tfds_features, tfds_name
 from transforms.strategies.registry import STRATEGIES
 
 
@@ -48,7 +52,7 @@ def dataset_shards(files: list[dict], form: str) -> list[dict]:
     ]
 
 
-METADATA_FILES = (METADATA_FILE, DATASET_INFO_FILE, FEATURES_FILE)  # in the dataset folder
+METADATA_FILES = (CROISSANT_FILE, TFDS_INFO_FILE, TFDS_FEATURES_FILE)  # in the dataset folder
 
 
 def write_metadata(directory: str, name: str, manifest: dict, files: list[dict]) -> list[str]:
@@ -77,13 +81,13 @@ def write_metadata(directory: str, name: str, manifest: dict, files: list[dict])
         language=manifest.get("language", {}).get("code"),
         **about,
     )
-    write_json(dataset_path(directory, METADATA_FILE), croissant)
+    write_json(dataset_path(directory, CROISSANT_FILE), croissant)
     info = tfds_dataset_info(
         name=tfds_name(options["decoys"]),
         package=package,
         shards=dataset_shards(files, TFRECORD),
         **about,
     )
-    write_json(dataset_path(directory, DATASET_INFO_FILE), info)
-    write_json(dataset_path(directory, FEATURES_FILE), tfds_features(strategy.num_options))
+    write_json(dataset_path(directory, TFDS_INFO_FILE), info)
+    write_json(dataset_path(directory, TFDS_FEATURES_FILE), tfds_features(strategy.num_options))
     return [f"{DATASET}/{path}" for path in METADATA_FILES]

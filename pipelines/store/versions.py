@@ -14,7 +14,7 @@ Readers accept a version only with its marker, so a run that fails half way
 never looks finished, and only when its files are exactly those its manifest
 lists (size, sha256): a deleted, truncated, altered or added file is refused,
 named. The marker is written only after the files were counted against what
-their producer wrote (:mod:`pipelines.lifecycle` writes every version).
+their producer wrote (:mod:`pipelines.store.lifecycle` writes every version).
 Re-running with the same inputs and options finds the completed version and
 does nothing; ``--force`` writes ``<version>.2`` (then ``.3``, ...) and never
 touches a completed version.
@@ -40,8 +40,22 @@ from datetime import datetime, timezone
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.claims import LOCK_FILE, Fence
-from schemas.layout import BUILD, CARD_FILE, DATASET, MCIC, PARQUET, SHARD_NAME, TFRECORD
+from pipelines.store.claims import Fence
+from schemas.layout import (
+    BUILD,
+    CARD_FILE,
+    COMPLETE_FILE,
+    DATASET,
+    LATEST_FILE,
+    LATEST_LINK,
+    LOCK_FILE,
+    MANIFEST_FILE,
+    MCIC,
+    PARQUET,
+    SHARD_NAME,
+    TFRECORD,
+    VERSIONS_DIRECTORY,
+)
 from transforms.corpus.languages.registry import ENGLISH, LANGUAGES
 from transforms.corpus.split import SPLITS
 from transforms.errors import InputError
@@ -54,11 +68,6 @@ from transforms.files import (
     write_file,
 )
 
-COMPLETE_FILE = "_COMPLETE"
-VERSIONS_DIRECTORY = "versions"
-LATEST_FILE = "latest.txt"
-LATEST_LINK = "latest"
-MANIFEST_FILE = "manifest.json"
 # OUTPUT/versions/<version>/evaluation: added by regenerate --train (not "train", a split's name)
 EVALUATION_DIRECTORY = "evaluation"
 # OUTPUT/versions/<version>/ratings/<job>: added by dmc-rate import (human ratings of it)
@@ -300,7 +309,7 @@ def clear_incomplete(
     and says so at ``level`` (a run clearing up after its own refusal is no news: its error
     is the one line a user needs).
 
-    Call only while holding the version's claim (:mod:`pipelines.claims`), which
+    Call only while holding the version's claim (:mod:`pipelines.store.claims`), which
     ``fence`` checks first: the files are then a dead run's, never those of a run
     still writing.
     """
@@ -350,7 +359,7 @@ def publish(
 
 def point_latest(output: str, version: Version, card: str) -> None:
     """Makes ``version`` the latest: the pointer file, the local symlink, the root's ``card``
-    (``pipelines.lifecycle.latest_card``: it needs the plots and the trainer, which readers
+    (``pipelines.store.lifecycle.latest_card``: it needs the plots and the trainer, which readers
     of a version do not load)."""
     write_atomically(FileSystems.join(output, LATEST_FILE), f"{version.name}\n".encode())
     if FileSystems.get_scheme(output) is None:  # a local disk: symlinks exist there

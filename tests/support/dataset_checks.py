@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from pipelines.options import GenerateOptions
-from pipelines.versions import verify_version
+from pipelines.store.versions import verify_version
 from schemas.instance import MCIC_OPTIONS, parse_mcic_line
 from schemas.layout import MCIC, PARQUET, TFRECORD, corpus_folder, dataset_path, shard_pattern
-from tests.tfrecord_reader import parse_example, read_records
+from tests.support.tfrecord_reader import parse_example, read_records
 from transforms.strategies.invariants import WrittenDataset, image_captions, valid_decoy
 from transforms.strategies.registry import STRATEGIES
 from transforms.strategies.validity import RULES
@@ -186,3 +186,14 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
     assert manifest["options"]["neighbours"] == options.neighbours
     assert all(len(entry["sha256"]) == 64 for entry in manifest["inputs"])
     return rows
+
+
+def in_text_order(row: dict) -> dict:
+    """The options sorted by text, as the trainer sees them: ties go to the first text."""
+    order = sorted(range(len(row["options"])), key=row["options"].__getitem__)
+    return {
+        **row,
+        "options": [row["options"][k] for k in order],
+        "option_caption_ids": [row["option_caption_ids"][k] for k in order],
+        "label": order.index(row["label"]),
+    }

@@ -7,7 +7,7 @@ builds the client; the metadata server answers that the way a Dataflow
 worker's metadata server does (project id, service account, access token),
 so the real credential path runs instead of ~20 s of retries and an
 anonymous fallback. The emulator ignores GCS's generation-match
-preconditions, which version claims rely on (``pipelines/claims.py``);
+preconditions, which version claims rely on (``pipelines/store/claims.py``);
 :func:`honour_preconditions` adds them to its insert and delete handlers.
 """
 

@@ -7,7 +7,8 @@ from contextlib import contextmanager
 import pytest
 
 import transforms.dataset.write
-from pipelines.versions import COMPLETE_FILE, read_manifest, verify_version
+from pipelines.store.versions import read_manifest, verify_version
+from schemas.layout import COMPLETE_FILE
 
 # Written by every run, with times in them; the dataset is the rest.
 RUN_RECORDS = {"manifest.json", COMPLETE_FILE, "build/pv/doc2vec.model"}
@@ -23,7 +24,7 @@ NAME_THEIR_VERSION = (
 def version_files(directory: str) -> dict[str, str]:
     """Relative path -> sha256 of every file under a version, run records left out.
 
-    Checks the version against its manifest first (pipelines.versions.verify_version).
+    Checks the version against its manifest first (pipelines.store.versions.verify_version).
     """
     verify_version(directory)
     return {

@@ -25,14 +25,12 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
 from gensim.models.doc2vec import Doc2Vec
 
+from schemas.layout import CAPTIONS_FILE, TRAINED_ROWS_FILE, corpus_file
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.files import read_file, write_file
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_rng
 
-# corpus/pv_trained_rows.npy: in a sampled run, the rows (ascending) whose vectors PV training
-# learned; every other row's vector was inferred. Absent when every caption was trained on.
-TRAINED_ROWS = "pv_trained_rows.npy"
 # corpus/pv_inferred/: one file of inferred vectors per shard, removed once assembled.
 INFERRED_DIRECTORY = "pv_inferred"
 # Captions per inference shard: enough shards for every worker, each big enough to be worth
@@ -113,10 +111,10 @@ class Inference:
 
 def load_inference(directory: str, model: str) -> Inference:
     table = pq.read_table(
-        io.BytesIO(read_file(FileSystems.join(directory, "captions.parquet"))),
+        io.BytesIO(read_file(corpus_file(directory, CAPTIONS_FILE))),
         columns=["caption_id", "text"],
     )
-    trained = np.load(io.BytesIO(read_file(FileSystems.join(directory, TRAINED_ROWS))))
+    trained = np.load(io.BytesIO(read_file(FileSystems.join(directory, TRAINED_ROWS_FILE))))
     rows = pa.array(rows_to_infer(trained, table.num_rows))
     table = table.take(rows)
     logging.info("loaded PV model %s to infer %d captions' vectors", model, table.num_rows)

@@ -19,10 +19,10 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
+from schemas.layout import EMBEDDINGS_FILE, index_file
 from transforms.corpus import index as faiss_index
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import (
-    EMBEDDINGS,
     Corpus,
     CorpusRef,
     load_corpus,
@@ -68,19 +68,15 @@ class SearchableCorpus:
         return [(self.pools[SPLITS[code]], rows[codes == code]) for code in np.unique(codes)]
 
 
-def index_path(directory: str, pool: str) -> str:
-    return FileSystems.join(directory, f"index-{pool}.faiss")
-
-
 def build_indexes(ref: CorpusRef, *, decoy_pool: str, config: faiss_index.IndexConfig) -> CorpusRef:
     """The global step of this stage: one index per pool, written beside the corpus. It
     reads the vectors and the splits only, not the rest of the corpus."""
-    embeddings = read_npy(FileSystems.join(ref.directory, EMBEDDINGS))
+    embeddings = read_npy(FileSystems.join(ref.directory, EMBEDDINGS_FILE))
     split_of = split_codes(read_caption_table(ref.directory, ["split"]).column("split"))
     for pool, rows in pool_rows(split_of, decoy_pool).items():
         with timed("index", "build") as elapsed:
             index = faiss_index.build_index(embeddings, config, rows)
-            faiss_index.write_index(index, index_path(ref.directory, pool))
+            faiss_index.write_index(index, index_file(ref.directory, pool))
         logging.info(
             "built %s index of the %s pool (%d captions) in %.1fs",
             type(index).__name__,
@@ -106,7 +102,7 @@ def load_searchable(
         pool: make_pool(
             corpus,
             rows,
-            faiss_index.read_index(index_path(directory, pool), config),
+            faiss_index.read_index(index_file(directory, pool), config),
         )
         for pool, rows in corpus.pools(decoy_pool).items()
     }

@@ -303,7 +303,10 @@ class ReadCaptions(beam.PTransform):
         if not self._merge:
             _ = (
                 captions
-                | "ImageSources" >> beam.Map(lambda caption: (caption.image_id, caption.source))
+                | "ImageSources"
+                >> beam.Map(lambda caption: (caption.image_id, caption.source)).with_output_types(
+                    tuple[str, str]
+                )
                 | "Distinct" >> beam.Distinct()
                 | "ByImage" >> beam.GroupByKey()
                 | "OneSourceEach" >> beam.Map(check_one_source)

@@ -87,7 +87,7 @@ PLACE_OBJECTS = {"on a wooden table": ("dining table",)}
 
 # kind -> (nouns, activities, attributes, places). A noun is (singular synonyms, plural
 # synonyms, its COCO categories); an activity is (phrase, the COCO categories it shows).
-# Categories are COCO's names (transforms/language/objects.py), the instances file's truth.
+# Categories are COCO's names (transforms/english/objects.py), the instances file's truth.
 SUBJECTS = {
     "person": (
         (

@@ -23,7 +23,14 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.layout import PARQUET, build_path, corpus_folder, shard_pattern
+from schemas.layout import (
+    CAPTIONS_FILE,
+    PARQUET,
+    build_path,
+    corpus_file,
+    corpus_folder,
+    shard_pattern,
+)
 from schemas.records import Skip
 from transforms.corpus.normalize import TRUNCATED
 from transforms.corpus.split import SPLITS
@@ -84,7 +91,7 @@ def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip], dict[str
         for line in read_file(path).decode("utf-8").splitlines()
         if line
     ]
-    corpus = FileSystems.join(corpus_folder(output), "captions.parquet")
+    corpus = corpus_file(corpus_folder(output), CAPTIONS_FILE)
     captions = {}
     if FileSystems.exists(corpus):
         table = next(read_parquet_files(corpus, ["split"]))

@@ -14,7 +14,7 @@ from a random start, so two runs over the same records write different files.
 Here a record's shard is a hash of its key, and each shard is sorted by key and
 written whole by one call: for a fixed seed and config a rerun writes the same
 bytes whatever the runner or worker count. A retried bundle rewrites the same
-files, and a failed run leaves no completion marker (``pipelines/versions.py``),
+files, and a failed run leaves no completion marker (``pipelines/store/versions.py``),
 so a half-written shard is never read as part of a dataset.
 """
 

@@ -4,7 +4,7 @@ Hodosh & Hockenmaier (2016, section 3.1) build their binary forced-choice
 tasks from *person mentions* (noun phrases whose head denotes people or a group
 of people, with their clothing) and *scene mentions* (noun phrases whose head
 is a location). No parser model may be downloaded, so this module finds them
-with the word lists of :mod:`transforms.language.lexicons` (tests/data/chunks_val2017.md
+with the word lists of :mod:`transforms.english.lexicons` (tests/data/chunks_val2017.md
 has the definitions the hand-labelled sample follows):
 
 - A *head* is a person or scene noun that is not the modifier of a compound:
@@ -31,7 +31,7 @@ About 20 microseconds per caption: a handful of set lookups per token.
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from transforms.language.lexicons import (
+from transforms.english.lexicons import (
     CLOTHING_NOUNS,
     COLLECTIVE_NOUNS,
     COLORS,

@@ -12,7 +12,7 @@ captions themselves are read from the COCO file they come from. Two measures:
   chunk of the same kind (the head is right, the span may differ): what the
   forced-choice tasks' "same head word" rules depend on.
 
-python -m transforms.language.evaluate tests/data/chunks_val2017.jsonl \
+python -m transforms.english.evaluate tests/data/chunks_val2017.jsonl \
     ../shared/data/coco/captions_val2017.json
 """
 
@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from transforms.corpus.normalize import normalize_caption
+from transforms.english.chunker import KINDS, chunk, chunk_text
 from transforms.errors import InputError
 from transforms.files import parse_json, read_json
-from transforms.language.chunker import KINDS, chunk, chunk_text
 
 
 class Labelled(NamedTuple):
@@ -90,7 +90,7 @@ def spans(tokens: Sequence[str], text: str) -> list[range]:
 
 
 def evaluate(labelled: Sequence[Labelled], captions: Mapping[str, Sequence[str]]) -> dict:
-    """kind -> Scores of :func:`transforms.language.chunker.chunk` on the labelled captions."""
+    """kind -> Scores of :func:`transforms.english.chunker.chunk` on the labelled captions."""
     totals = {kind: Counter() for kind in KINDS}
     for record in labelled:
         if record.caption_id not in captions:

@@ -45,7 +45,7 @@ split, so a fixed seed gives the same items on any runner.
 How many items each task can build from a corpus, every caption being both
 train and target (:func:`task_counts`):
 
-python -m transforms.language.forced_choice_tasks ../shared/data/coco/captions_val2017.json
+python -m transforms.english.forced_choice_tasks ../shared/data/coco/captions_val2017.json
 """
 
 import bisect
@@ -60,8 +60,8 @@ import numpy as np
 from schemas.records import caption_order
 from transforms.corpus.normalize import normalize_caption
 from transforms.corpus.read import parse_captions
+from transforms.english.chunker import KINDS, PERSON, SCENE, Chunk, chunk, chunk_text
 from transforms.files import read_file
-from transforms.language.chunker import KINDS, PERSON, SCENE, Chunk, chunk, chunk_text
 from transforms.seeds import keyed_rng
 
 # Words between two person mentions that make swapping them say the same thing

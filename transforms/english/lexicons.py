@@ -1,4 +1,4 @@
-"""Closed word lists for the person and scene chunker (:mod:`transforms.language.chunker`).
+"""Closed word lists for the person and scene chunker (:mod:`transforms.english.chunker`).
 
 Every word is a normalised token (lowercase a-z, see
 ``transforms.corpus.normalize.normalize_caption``). The lists were written by

@@ -103,7 +103,7 @@ class Corpus:
 
 
 def corpus(manifest: dict) -> Corpus:
-    """The project's synthetic corpus (every input marked so: ``pipelines.manifest``) is the
+    """The project's synthetic corpus (every input marked so: ``pipelines.store.manifest``) is the
     project's own text, neither COCO's nor under ``--captions_license``. English captions in
     COCO json files are taken to be COCO's (its licence and papers); any other input (Flickr
     token files, caption lines, another language's captions of COCO's images) is a corpus

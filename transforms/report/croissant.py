@@ -23,7 +23,6 @@ from schemas.layout import PARQUET, SHARD_NAME, relative_shard_pattern
 from transforms.corpus.split import SPLITS
 from transforms.report import assets
 
-METADATA_FILE = "metadata.json"
 CROISSANT = "http://mlcommons.org/croissant/1.1"
 PARQUET_FORMAT = "application/x-parquet"
 _DATA_TYPES = {"string": "sc:Text", "int64": "sc:Integer", "float64": "sc:Float"}

@@ -10,6 +10,7 @@ import io
 import numpy as np
 from matplotlib.figure import Figure  # not pyplot: no global state, no display needed
 
+from schemas.layout import SIMILARITIES_PLOT, SKIPPED_PLOT, SPLIT_SIZES_PLOT
 from transforms.corpus.split import SPLITS
 from transforms.dataset.statistics import DECOY_MEASURES
 
@@ -153,9 +154,9 @@ def skipped(statistics: dict) -> bytes:
 
 # What ``generate`` writes beside the card: file name -> (caption, how it is drawn).
 DATASET_PLOTS = {
-    "decoy_similarities.png": ("Decoy similarities per split", decoy_similarities),
-    "split_sizes.png": ("Split sizes", split_sizes),
-    "skipped.png": ("Skipped captions and validity rejections", skipped),
+    SIMILARITIES_PLOT: ("Decoy similarities per split", decoy_similarities),
+    SPLIT_SIZES_PLOT: ("Split sizes", split_sizes),
+    SKIPPED_PLOT: ("Skipped captions and validity rejections", skipped),
 }
 
 
@@ -166,7 +167,7 @@ def dataset_plot_captions(statistics: dict) -> dict[str, str]:
     return {
         name: caption
         for name, (caption, _) in DATASET_PLOTS.items()
-        if similar or name != "decoy_similarities.png"
+        if similar or name != SIMILARITIES_PLOT
     }
 
 

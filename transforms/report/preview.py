@@ -14,12 +14,18 @@ its pieces (an instance, an option's row, a split...) are the templates of
 import functools
 import heapq
 import html
+import os
 import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from string import Template
 from urllib.parse import quote
 
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.layout import PARQUET, shard_pattern
+from transforms.errors import InputError
+from transforms.files import read_file, read_parquet_files, write_file
 from transforms.report import assets
 from transforms.seeds import keyed_int
 
@@ -264,3 +270,41 @@ def render_page(header: Header, splits: list[SplitPreview]) -> str:
         overview=render_overview(splits),
         sections="".join(render_split(split) for split in splits),
     )
+
+
+def sampled_split(version: str, split: str, size: int, seed: int) -> tuple[int, list[dict]]:
+    """(the split's instance count, its sample); one shard in memory at a time."""
+    count, kept = 0, []
+    for table in read_parquet_files(shard_pattern(version, PARQUET, split)):
+        rows = table.to_pylist()
+        count += len(rows)
+        kept = sample([*kept, *rows], size, seed)
+    return count, kept
+
+
+def is_directory(path: str) -> bool:
+    """A local directory, or a prefix holding files in an object store (which has no folders)."""
+    if FileSystems.get_scheme(path) is None:
+        return os.path.isdir(path)
+    return bool(FileSystems.match([FileSystems.join(path, "*")], [1])[0].metadata_list)
+
+
+def check_images(images: str) -> None:
+    """``--images`` must be a folder (or a prefix holding files in an object store)."""
+    if not is_directory(images):
+        raise InputError(
+            f"--images {images}: not a directory; give the folder holding the images' "
+            "files (named as their image_file)"
+        )
+
+
+def copy_images(instances: list[dict], images: str, output: str) -> set[str]:
+    """Copies the instances' image files found in ``images`` to OUTPUT/images/; returns
+    the names copied."""
+    copied = set()
+    for name in sorted({instance["image_file"] for instance in instances}):
+        source = FileSystems.join(images, name)
+        if copyable(name) and FileSystems.exists(source):
+            write_file(FileSystems.join(output, IMAGES_DIRECTORY, name), read_file(source))
+            copied.add(name)
+    return copied

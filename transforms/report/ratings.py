@@ -41,14 +41,6 @@ INVALID_OPTION = "invalid_option"
 TEXT_MISMATCH = "option_text_mismatch"
 DUPLICATE = "duplicate"
 TOO_FAST = "too_fast"
-SKIP_REASONS = (
-    MALFORMED,
-    UNKNOWN_INSTANCE,
-    TRAINING_ITEM,
-    INVALID_OPTION,
-    TEXT_MISMATCH,
-    DUPLICATE,
-)
 
 
 @dataclass(frozen=True)

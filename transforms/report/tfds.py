@@ -13,12 +13,10 @@ the ``tf.train.Example`` with. The formats are those of tensorflow-datasets 4.9
 
 import re
 
-from schemas.layout import SHARD_NAME, TFRECORD
+from schemas.layout import SHARD_NAME
 from schemas.tf_example import tfrecord_feature_spec
 from transforms.corpus.split import SPLITS
 
-DATASET_INFO_FILE = f"{TFRECORD}/dataset_info.json"
-FEATURES_FILE = f"{TFRECORD}/features.json"
 # the shards' path under the TFRecord folder, in naming.ShardedFileTemplate's variables
 FILEPATH_TEMPLATE = "{SPLIT}/{SPLIT}-{SHARD_X_OF_Y}.tfrecord"
 _TENSOR = "tensorflow_datasets.core.features.tensor_feature.Tensor"

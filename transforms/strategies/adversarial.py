@@ -26,6 +26,7 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from schemas.layout import ADVERSARIAL_FILE
 from schemas.records import Reserved, Selection
 from transforms.corpus.neighbours import Pool, SharedCorpus
 from transforms.corpus.store import Corpus, CorpusRef
@@ -34,7 +35,6 @@ from transforms.files import write_json
 from transforms.progress import timed
 from transforms.strategies.choose import decoy
 
-REPORT_FILE = "adversarial.json"
 REPORT = "report"  # output tag of the per-split reports
 OPTIONS = 5  # filterable strategies (DecoyStrategy.filterable) have five; column 0: the target
 FEATURES = ("hub_pv", "hub_bleu", "length", "centroid_pv")
@@ -280,7 +280,7 @@ def write_report(reports: list[tuple[str, dict]], *, path: str, rounds: int, res
 
 
 class AdversarialFilter(beam.PTransform):
-    """Reserved -> Selection, after ``rounds`` rounds per split; writes ``REPORT_FILE``.
+    """Reserved -> Selection, after ``rounds`` rounds per split; writes ``ADVERSARIAL_FILE``.
 
     ``ref``: the CorpusRef PCollection (a singleton) the strategy ran on.
     """
@@ -316,7 +316,7 @@ class AdversarialFilter(beam.PTransform):
             | "WriteReport"
             >> beam.Map(
                 write_report,
-                path=FileSystems.join(self._output, REPORT_FILE),
+                path=FileSystems.join(self._output, ADVERSARIAL_FILE),
                 rounds=self._rounds,
                 reserve=self._reserve,
             )

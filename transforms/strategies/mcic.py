@@ -8,9 +8,8 @@ neighbours, so the target sits at the centre of its option set.
 """
 
 import numpy as np
-from apache_beam.io.filesystems import FileSystems
 
-from schemas.layout import corpus_folder
+from schemas.layout import EMBEDDINGS_FILE, corpus_file, corpus_folder
 from transforms.corpus.neighbours import Finder, top_neighbours
 from transforms.corpus.store import read_npy
 from transforms.strategies.base import NEIGHBOURS_MAY_FIT
@@ -63,7 +62,7 @@ def recomputed_algorithm_1(dataset: WrittenDataset) -> None:
     """
     config, corpus = dataset.config, dataset.corpus
     lam, limit = config.score_lambda, config.rules.limit
-    embeddings = read_npy(FileSystems.join(corpus_folder(dataset.directory), "embeddings.npy"))
+    embeddings = read_npy(corpus_file(corpus_folder(dataset.directory), EMBEDDINGS_FILE))
     row_of = {caption["caption_id"]: r for r, caption in enumerate(corpus)}
     images = np.array([caption["image_id"] for caption in corpus])
     splits = np.array([caption["split"] for caption in corpus])

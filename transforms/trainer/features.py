@@ -52,6 +52,7 @@ from apache_beam.utils.shared import Shared
 
 from schemas.examples import TEXT_FEATURES, Example
 from schemas.image_features import FEATURES_COLUMN, IMAGE_COLUMN
+from schemas.instance import option_set
 from schemas.layout import PARQUET, corpus_folder, shard_pattern
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.corpus.store import Corpus, load_corpus, model_path
@@ -419,6 +420,7 @@ def build_example(
         options=vectors @ space.caption_projection,
         text=text_features(texts, vectors, option_bleu(space, rows, texts, edited, scratch), seen),
         texts=tuple(texts),
+        option_set=option_set(instance),
     )
 
 

@@ -40,13 +40,10 @@ def count_correct(
     return list(counts.items())
 
 
-def set_outcomes(
-    examples: list[Example], models: list
-) -> list[tuple[tuple[str, str, tuple[str, ...]], bool]]:
-    """((model, split, the set's option texts), answered right) per example: a closed set's
-    instances show the same option texts, which examples hold sorted."""
+def set_outcomes(examples: list[Example], models: list) -> list[tuple[tuple[str, str, str], bool]]:
+    """((model, split, the closed set), answered right) per example."""
     return [
-        ((name, example.split, example.texts), correct)
+        ((name, example.split, example.option_set), correct)
         for name, example, correct in instance_outcomes(examples, models)
     ]
 

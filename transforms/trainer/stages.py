@@ -133,7 +133,10 @@ class ScoreSets(beam.PTransform):
             | "Batches" >> EvaluationBatches()
             | "Score" >> beam.FlatMap(set_outcomes, models=beam.pvalue.AsList(self._models))
             | "PerSet" >> beam.CombinePerKey(all)
-            | "Count" >> beam.Map(lambda keyed: ((keyed[0][0], keyed[0][1]), (int(keyed[1]), 1)))
+            | "Count"
+            >> beam.Map(
+                lambda keyed: ((keyed[0][0], keyed[0][1]), (int(keyed[1]), 1))
+            ).with_output_types(tuple[tuple[str, str], tuple[int, int]])  # (model, split) keys
             | "Sum" >> beam.CombinePerKey(add_counts)
         )
 

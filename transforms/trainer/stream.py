@@ -40,6 +40,7 @@ EXAMPLE_SCHEMA = pa.schema(
         ("options", pa.list_(pa.float32())),  # k * dim, row-major
         ("text", pa.list_(pa.float32())),  # k * len(TEXT_FEATURES), row-major
         ("texts", pa.list_(pa.string())),
+        ("option_set", pa.string()),
     ]
 )
 
@@ -84,6 +85,7 @@ def to_arrow(examples: Sequence[Example]) -> pa.Table:
                 "options": e.options.reshape(-1),
                 "text": e.text.reshape(-1),
                 "texts": list(e.texts),
+                "option_set": e.option_set,
             }
             for e in examples
         ],
@@ -105,7 +107,10 @@ def from_arrow(rows: pa.RecordBatch) -> list[Example]:
     images = flat_column(rows, "image", (n, -1))
     options = flat_column(rows, "options", (n, k, -1))
     text = flat_column(rows, "text", (n, k, -1))
-    columns = {name: rows.column(name).to_pylist() for name in ("example_id", "split", "image_id")}
+    columns = {
+        name: rows.column(name).to_pylist()
+        for name in ("example_id", "split", "image_id", "option_set")
+    }
     labels = rows.column("label").to_pylist()
     return [
         Example(
@@ -117,6 +122,7 @@ def from_arrow(rows: pa.RecordBatch) -> list[Example]:
             options=options[row],
             text=text[row],
             texts=tuple(texts[row]),
+            option_set=columns["option_set"][row],
         )
         for row in range(n)
     ]

@@ -25,6 +25,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
 from PIL import Image
 
+from schemas.instance import option_set
 from transforms.files import write_file
 from transforms.trainer.metrics import EVALUATION_SPLITS
 from transforms.vision.contrastive.base import ContrastiveModel, ModelSpec
@@ -59,18 +60,6 @@ class SharedModel:
 
     def acquire(self) -> ContrastiveModel:
         return self.shared.acquire(lambda: load_model(self.spec), tag=repr(self.spec))
-
-
-def option_set(instance: dict) -> str:
-    """What the instances of one closed set share: their options' caption ids, as a key.
-
-    The five instances of a set show the same five captions, each the target of one of
-    them, so their sorted caption ids are equal and no other instance's are.
-
-    >>> option_set({"option_caption_ids": ["9", "2", "5"]})
-    '2 5 9'
-    """
-    return " ".join(sorted(instance["option_caption_ids"]))
 
 
 def read_image(path: str) -> Image.Image | str:

@@ -1,0 +1,92 @@
+"""The tests' sizes, and the corpora and versions a test run makes once and shares."""
+
+import dataclasses
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+from collections.abc import Callable
+
+from filelock import FileLock
+
+from pipelines.generate import run
+from pipelines.options import GenerateOptions
+from pipelines.store.versions import completed_dataset
+from schemas.layout import VERSIONS_DIRECTORY
+from transforms.corpus.synthetic import write_coco
+
+COCO_VAL2017 = os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "shared", "data", "coco", "captions_val2017.json"
+)
+COCO_SUBSET = "captions_val2017_subset.json"
+# names a folder of shared versions that several test runs of the same code share
+SHARED_VARIABLE = "DMC_TEST_SHARED"
+
+SMALL = {"n_dev": 40, "n_test": 40, "neighbours": 60, "pv_dim": 64, "pv_epochs": 10}
+SMALL_MCIC = {**SMALL, "decoys": "mcic"}
+TRAINING = {**SMALL, "n_dev": 100, "n_test": 100}
+# the trainer's settings at the tests' sizes (dmc-train, regenerate --train)
+SMALL_TRAINING = {
+    "epochs": 8,
+    "ffnn_hidden": "64,32",
+    "vec2seq_sizes": "64:32:16",
+    "vec2seq_epochs": 4,
+}
+
+
+class Shared:
+    """Corpora and versions made once per test run, by whichever test process asks first.
+
+    pytest-xdist's workers share them through one folder: a lock per item, and a mark once
+    it is whole, so a worker that finds a version another made reads it, never makes it
+    again. Tests read them; a test that changes a version works on its own copy
+    (:func:`copied_into`).
+    """
+
+    def __init__(self, root: pathlib.Path):
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def made(self, name: str, make: Callable[[pathlib.Path], object]) -> pathlib.Path:
+        """``root/name``, a folder ``make`` fills once (what a failed attempt left is cleared)."""
+        folder, done = self.root / name, self.root / f"{name}.done"
+        with FileLock(self.root / f"{name}.lock"):
+            if not done.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                make(folder)
+                done.touch()
+        return folder
+
+    def corpus(self, *, seed: int, num_images: int) -> str:
+        """The synthetic corpus of ``seed`` and ``num_images``, as a COCO captions file."""
+
+        def write(folder: pathlib.Path) -> None:
+            write_coco(str(folder / "captions_synthetic.json"), seed=seed, num_images=num_images)
+
+        folder = self.made(f"corpus-{seed}-{num_images}", write)
+        return str(folder / "captions_synthetic.json")
+
+    def version(
+        self, options: GenerateOptions, beam_args: list[str] | None = None
+    ) -> tuple[str, GenerateOptions]:
+        """(version directory, the options as the run saw them: output = that directory) of
+        a run with ``options`` but its output (ignored) and ``beam_args``."""
+        beam_args = beam_args or []
+        recorded = {**dataclasses.asdict(options), "output": None, "beam_args": beam_args}
+        key = hashlib.sha256(json.dumps(recorded, sort_keys=True).encode()).hexdigest()[:12]
+        root = self.made(
+            f"{options.decoys}-{key}",
+            lambda folder: run(dataclasses.replace(options, output=str(folder)), beam_args),
+        )
+        directory = completed_dataset(str(root))
+        return directory, dataclasses.replace(options, output=directory)
+
+
+def copied_into(version: str, root: pathlib.Path) -> str:
+    """A shared version copied to ``root/versions/``, for a test that changes or adds to an
+    output root: a run of its inputs and options there finds it complete (up to date)."""
+    copy = root / VERSIONS_DIRECTORY / os.path.basename(version)
+    shutil.copytree(version, copy, symlinks=True)
+    return str(copy)

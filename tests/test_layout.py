@@ -1,0 +1,55 @@
+"""schemas/layout.py is the one home of a version's and a corpus's file names."""
+
+import ast
+import pathlib
+
+import schemas.layout
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("pipelines", "transforms", "schemas", "benchmarks")
+# The same name for a file of another kind of folder, not a version's nor a corpus's.
+ELSEWHERE = {("pipelines/rate.py", "report.json")}  # a rating job's report
+
+
+def file_names() -> dict[str, str]:
+    """layout's file names (a dot or a leading underscore), by their value."""
+    return {
+        value.rsplit("/", 1)[-1]: name
+        for name, value in vars(schemas.layout).items()
+        if name.isupper() and isinstance(value, str) and ("." in value or value[:1] == "_")
+    }
+
+
+def code_strings(tree: ast.AST) -> list[ast.Constant]:
+    """The string constants of a module that are not docstrings (their examples may name
+    files as a reader would)."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if id(node) not in docstrings
+    ]
+
+
+def test_no_module_but_layout_spells_a_file_name_it_defines():
+    names = file_names()
+    assert {"manifest.json", "captions.parquet", "doc2vec.model", "statistics.json"} <= set(names)
+    spelt = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = str(path.relative_to(ROOT))
+            if relative == "schemas/layout.py":
+                continue
+            for node in code_strings(ast.parse(path.read_text(encoding="utf-8"))):
+                last = node.value.rsplit("/", 1)[-1]
+                if last in names and (relative, last) not in ELSEWHERE:
+                    spelt.append(f"{relative}:{node.lineno}: {node.value!r} is {names[last]}")
+    assert not spelt, "\n".join(spelt)
