@@ -25,20 +25,24 @@ from gcp_storage_emulator.handlers import objects
 from gcp_storage_emulator.server import create_server
 
 PROJECT = "dmc-test-project"
-_ACCOUNT = "computeMetadata/v1/instance/service-accounts/default"
+EMAIL = f"worker@{PROJECT}.iam.gserviceaccount.com"
+_ACCOUNTS = "computeMetadata/v1/instance/service-accounts"
+_ACCOUNT_INFO = json.dumps(
+    {
+        "email": EMAIL,
+        "scopes": ["https://www.googleapis.com/auth/cloud-platform"],
+        "aliases": ["default"],
+    }
+)
+_TOKEN = json.dumps({"access_token": "emulator-token", "expires_in": 3600, "token_type": "Bearer"})
+# The account answers as "default" and by its email, as a GCE metadata server's does:
+# google-auth asks by "default" first, then, refreshing credentials it has resolved, by the
+# email (a run that refreshed once got a 404 there and failed to list its input).
 METADATA = {
     "/": "",
     "/computeMetadata/v1/project/project-id": PROJECT,
-    f"/{_ACCOUNT}/": json.dumps(
-        {
-            "email": f"worker@{PROJECT}.iam.gserviceaccount.com",
-            "scopes": ["https://www.googleapis.com/auth/cloud-platform"],
-            "aliases": ["default"],
-        }
-    ),
-    f"/{_ACCOUNT}/token": json.dumps(
-        {"access_token": "emulator-token", "expires_in": 3600, "token_type": "Bearer"}
-    ),
+    **{f"/{_ACCOUNTS}/{account}/": _ACCOUNT_INFO for account in ("default", EMAIL)},
+    **{f"/{_ACCOUNTS}/{account}/token": _TOKEN for account in ("default", EMAIL)},
 }
 
 
@@ -65,7 +69,7 @@ class _RefusingHandler(BaseHTTPRequestHandler):
     def _refuse(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(length)
-        message = f"worker@{PROJECT}.iam.gserviceaccount.com does not have storage access"
+        message = f"{EMAIL} does not have storage access"
         body = json.dumps({"error": {"code": 403, "message": message}}).encode("utf-8")
         self.send_response(403)
         self.send_header("Content-Type", "application/json")
