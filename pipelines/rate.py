@@ -41,7 +41,6 @@ from pipelines.runner import checked_version, cli
 from pipelines.store.claims import Fence
 from pipelines.store.lifecycle import Produced, write_version
 from pipelines.store.versions import (
-    RATINGS_DIRECTORY,
     Version,
     check_output,
     completed_dataset,
@@ -50,7 +49,14 @@ from pipelines.store.versions import (
     read_manifest,
     verify_version,
 )
-from schemas.layout import DATASET, PARQUET, VERSIONS_DIRECTORY, dataset_path, shard_pattern
+from schemas.layout import (
+    DATASET,
+    PARQUET,
+    RATINGS_DIRECTORY,
+    VERSIONS_DIRECTORY,
+    dataset_path,
+    shard_pattern,
+)
 from transforms.dataset.write import instance_formats, records_written, shard_path
 from transforms.errors import InputError
 from transforms.files import (

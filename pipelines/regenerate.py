@@ -25,13 +25,13 @@ from pipelines.generate import Generated, run
 from pipelines.options import GenerateOptions, LogOptions, RegenerateOptions, TrainOptions
 from pipelines.runner import logging_to, one_line_error
 from pipelines.store.versions import (
-    EVALUATION_DIRECTORY,
     Version,
     content_options,
     latest_version,
     read_manifest,
 )
 from pipelines.train import METRICS_FILE
+from schemas.layout import EVALUATION_DIRECTORY
 from transforms.errors import NotPublished
 
 

@@ -51,6 +51,10 @@ LATEST_LINK = "latest"
 MANIFEST_FILE = "manifest.json"
 COMPLETE_FILE = "_COMPLETE"
 LOCK_FILE = "_LOCK"
+# Added to a completed version later, by other commands, at its top: regenerate --train's
+# evaluation (not "train", a split's name) and dmc-rate import's ratings/<job>.
+EVALUATION_DIRECTORY = "evaluation"
+RATINGS_DIRECTORY = "ratings"
 
 # build/: what built the dataset.
 CORPUS_DIRECTORY = "corpus"
@@ -67,6 +71,21 @@ OWN_CLOSENESS_FILE = "own_closeness.npy"
 # row's vector was inferred. Absent when every caption was trained on.
 TRAINED_ROWS_FILE = "pv_trained_rows.npy"
 OBJECTS_FILE = "objects.npy"  # madlibs: images (dense index) x 80 COCO categories
+# build/corpus/: a run's working folders, each removed once what it holds is read
+PARTS_DIRECTORY = "caption_parts"  # the captions as PV training gathers them
+INFERRED_DIRECTORY = "pv_inferred"  # a sampled run's inferred vectors, one file per shard
+EDGES_DIRECTORY = "edges"  # closed sets' allowed pairs, by part
+LEFTOVERS_DIRECTORY = "leftovers"  # closed sets' captions left for the border rounds
+SELECTIONS_DIRECTORY = "selections"  # closed sets' chosen sets, before instances are built
+
+
+def shards_directory(name: str) -> str:
+    """The working folder of the writer of ``name``'s shards (``instances``, ``skipped``).
+
+    >>> shards_directory("instances")
+    'shards-instances'
+    """
+    return f"shards-{name}"
 
 
 def dataset_path(version: str, *parts: str) -> str:

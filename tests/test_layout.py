@@ -53,3 +53,29 @@ def test_no_module_but_layout_spells_a_file_name_it_defines():
                 if last in names and (relative, last) not in ELSEWHERE:
                     spelt.append(f"{relative}:{node.lineno}: {node.value!r} is {names[last]}")
     assert not spelt, "\n".join(spelt)
+
+
+# Folders of what other commands write, not of a version nor of a corpus.
+OTHER_OUTPUTS = {
+    ("pipelines/rate.py", "APP_DIRECTORY"),  # the rating app's files
+    ("transforms/trainer/stages.py", "EXAMPLES_DIRECTORY"),  # the trainer's encoded examples
+    ("transforms/report/preview.py", "IMAGES_DIRECTORY"),  # the preview's copied images
+}
+
+
+def test_no_module_but_layout_names_a_folder():
+    named = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = str(path.relative_to(ROOT))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+                    for target in node.targets:
+                        name = getattr(target, "id", "")
+                        if name.endswith("_DIRECTORY") and (relative, name) not in OTHER_OUTPUTS:
+                            named.append(f"{relative}:{node.lineno}: {name}")
+    elsewhere = [entry for entry in named if not entry.startswith("schemas/layout.py:")]
+    assert not elsewhere, "\n".join(elsewhere)
+    assert {"EDGES_DIRECTORY", "PARTS_DIRECTORY", "RATINGS_DIRECTORY"} <= {
+        entry.rsplit(" ", 1)[-1] for entry in named
+    }

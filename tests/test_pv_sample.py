@@ -12,10 +12,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines.cli import parse_options
 from pipelines.options import GenerateOptions
 from pipelines.store.versions import version_name
-from schemas.layout import TRAINED_ROWS_FILE
+from schemas.layout import INFERRED_DIRECTORY, TRAINED_ROWS_FILE
 from schemas.records import Caption
 from transforms.corpus import pv_training
-from transforms.corpus.inference import INFERRED_DIRECTORY, infer_vectors
+from transforms.corpus.inference import infer_vectors
 from transforms.corpus.paragraph_vectors import (
     TRAIN_SAMPLE,
     PVConfig,

@@ -46,12 +46,14 @@ from schemas.layout import (
     CARD_FILE,
     COMPLETE_FILE,
     DATASET,
+    EVALUATION_DIRECTORY,
     LATEST_FILE,
     LATEST_LINK,
     LOCK_FILE,
     MANIFEST_FILE,
     MCIC,
     PARQUET,
+    RATINGS_DIRECTORY,
     SHARD_NAME,
     TFRECORD,
     VERSIONS_DIRECTORY,
@@ -68,10 +70,6 @@ from transforms.files import (
     write_file,
 )
 
-# OUTPUT/versions/<version>/evaluation: added by regenerate --train (not "train", a split's name)
-EVALUATION_DIRECTORY = "evaluation"
-# OUTPUT/versions/<version>/ratings/<job>: added by dmc-rate import (human ratings of it)
-RATINGS_DIRECTORY = "ratings"
 # Added to a completed version later, by other commands: not among the files it lists.
 ADDED_LATER = (f"{EVALUATION_DIRECTORY}/", f"{RATINGS_DIRECTORY}/")
 # Files of a version directory that are not part of the dataset the manifest lists.

@@ -25,14 +25,12 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
 from gensim.models.doc2vec import Doc2Vec
 
-from schemas.layout import CAPTIONS_FILE, TRAINED_ROWS_FILE, corpus_file
+from schemas.layout import CAPTIONS_FILE, INFERRED_DIRECTORY, TRAINED_ROWS_FILE, corpus_file
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.files import read_file, write_file
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_rng
 
-# corpus/pv_inferred/: one file of inferred vectors per shard, removed once assembled.
-INFERRED_DIRECTORY = "pv_inferred"
 # Captions per inference shard: enough shards for every worker, each big enough to be worth
 # a bundle (5,000 captions are ~10 s of one core at dim 256, 20 epochs).
 SHARDS, SMALLEST_SHARD, LARGEST_SHARD = 16, 250, 5000

@@ -53,7 +53,10 @@ class NormalizeCaptions(beam.PTransform):
         )
         deduplicated = (
             normalized.captions
-            | "ByImage" >> beam.Map(lambda caption: (caption.image_id, packed(caption)))
+            | "ByImage"
+            >> beam.Map(lambda caption: (caption.image_id, packed(caption))).with_output_types(
+                tuple[str, bytes]
+            )
             | "Group" >> beam.GroupByKey()  # packed: what the runner holds (memory.py)
             | "Deduplicate"
             >> beam.ParDo(_DeduplicateImage()).with_outputs(SKIPPED, main="captions")

@@ -29,7 +29,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
 from gensim.models.doc2vec import Doc2Vec
 
-from schemas.layout import corpus_folder
+from schemas.layout import INFERRED_DIRECTORY, PARTS_DIRECTORY, corpus_folder
 from schemas.records import Caption
 from transforms.corpus import inference
 from transforms.corpus.paragraph_vectors import (
@@ -70,8 +70,6 @@ from transforms.files import delete_folder, unfenced
 from transforms.memory import release_freed_memory
 from transforms.progress import timed
 
-# corpus/caption_parts/: the captions as the train step gathers them, removed once it is done.
-PARTS_DIRECTORY = "caption_parts"
 PART_SIZE = 100_000  # captions a part: ~50 MB as Python objects, a few MB as a file
 
 
@@ -375,7 +373,7 @@ def assemble(
             vectors[rest[start : shard.end]] = read_npy(shard.path)
         image_of = dense_ids(read_caption_table(directory, ["image_id"]).column("image_id"))
         write_vectors(directory, vectors, own_closeness(vectors, image_of))
-        delete_folder(FileSystems.join(directory, inference.INFERRED_DIRECTORY))
+        delete_folder(FileSystems.join(directory, INFERRED_DIRECTORY))
         del vectors, model
         release_freed_memory()
     logging.info(

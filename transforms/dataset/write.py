@@ -32,7 +32,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from schemas.instance import ARROW_SCHEMA, MCIC_OPTIONS, mcic_line
-from schemas.layout import MCIC, PARQUET, SUFFIXES, TFRECORD, shard_file
+from schemas.layout import MCIC, PARQUET, SUFFIXES, TFRECORD, shard_file, shards_directory
 from schemas.tf_example import tfrecord_frame, to_tf_example
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
@@ -161,7 +161,7 @@ class WriteShards(beam.PTransform):
 
     def expand(self, records):
         count = self._corpus | "ShardCount" >> beam.Map(self._num_shards)
-        folder = folder_under(self._corpus, f"shards-{self._name}")
+        folder = folder_under(self._corpus, shards_directory(self._name))
         keyed = (
             records
             | "Shard"
@@ -169,10 +169,12 @@ class WriteShards(beam.PTransform):
                 lambda record, n, key: (shard_of(key(record), n), record),
                 n=beam.pvalue.AsSingleton(count),
                 key=self._key,
-            )
+            ).with_output_types(tuple[int, Any])
             | "ToFiles" >> SpillToFiles(folder=folder, name=self._name, fence=self._fence)
         )
-        every_shard = count | "EveryShard" >> beam.FlatMap(lambda n: ((s, None) for s in range(n)))
+        every_shard = count | "EveryShard" >> beam.FlatMap(
+            lambda n: ((s, None) for s in range(n))
+        ).with_output_types(tuple[int, None])
         written = (
             {"records": keyed, "shard": every_shard}
             | "Group" >> beam.CoGroupByKey()

@@ -20,6 +20,7 @@ round and after the last are written to ``<output>/adversarial.json``.
 
 import hashlib
 from collections.abc import Iterable
+from typing import Any
 
 import apache_beam as beam
 import numpy as np
@@ -303,7 +304,10 @@ class AdversarialFilter(beam.PTransform):
         ref = beam.pvalue.AsSingleton(self._ref)
         filtered = (
             reserved
-            | "Encode" >> beam.ParDo(_Encode(self._corpus, self._reserve), ref)
+            | "Encode"
+            >> beam.ParDo(_Encode(self._corpus, self._reserve), ref).with_output_types(
+                tuple[str, Any]
+            )
             | "BySplit" >> beam.GroupByKey()  # the global step: one worker per split
             | "Filter"
             >> beam.ParDo(_FilterSplit(self._corpus, self._rounds, self._seed), ref).with_outputs(

@@ -23,6 +23,7 @@ import io
 import logging
 import posixpath
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import apache_beam as beam
 import numpy as np
@@ -198,11 +199,17 @@ class CaptionImages(beam.PTransform):
         return (
             examples
             | "DevAndTest" >> beam.Filter(lambda example: example.split in EVALUATION_SPLITS)
-            | "ByImage" >> beam.Map(lambda example: ((example.split, example.image_id), example))
+            | "ByImage"
+            >> beam.Map(
+                lambda example: ((example.split, example.image_id), example)
+            ).with_output_types(tuple[tuple[str, str], Any])
             | "OnePerImage" >> beam.CombinePerKey(first_example)
             | "Images" >> beam.Values()
             | "Batch" >> beam.BatchElements(min_batch_size=64, max_batch_size=512)
-            | "Generate" >> beam.FlatMap(generate_captions, models=models, config=self._config)
+            | "Generate"
+            >> beam.FlatMap(
+                generate_captions, models=models, config=self._config
+            ).with_output_types(tuple[tuple[str, str], tuple[str, str]])
             | "Group" >> beam.GroupByKey()
             | "Score" >> beam.ParDo(_ScoreCaptions(self._space, self._output), models=models)
         )

@@ -16,7 +16,7 @@ from a list (generate's audit, the tests).
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import apache_beam as beam
 import numpy as np
@@ -226,7 +226,7 @@ class WriteExamples(beam.PTransform):
             >> beam.Map(
                 lambda e, shards: (keyed_int(seed, f"shard {e.example_id}") % shards, e),
                 shards=beam.pvalue.AsSingleton(shards),
-            )
+            ).with_output_types(tuple[int, Any])
             | "Group" >> beam.GroupByKey()
             | "Write"
             >> beam.Map(

@@ -39,25 +39,24 @@ from dataclasses import dataclass
 
 import apache_beam as beam
 
+from schemas.layout import EDGES_DIRECTORY, LEFTOVERS_DIRECTORY, SELECTIONS_DIRECTORY
 from schemas.options import Group, below, option
 from schemas.records import SKIPPED
 from transforms.corpus.neighbours import BuildIndexes
 from transforms.spill import ThroughFiles, folder_under
 from transforms.strategies.base import NEIGHBOURS_MAY_FIT, DecoyStrategy
 from transforms.strategies.closed_sets.border import BorderPass
-from transforms.strategies.closed_sets.forming import EDGES_DIRECTORY, FormSets
-from transforms.strategies.closed_sets.leftovers import LEFTOVERS
+from transforms.strategies.closed_sets.forming import FormSets
 from transforms.strategies.closed_sets.pairs import AllowedPairs
 from transforms.strategies.closed_sets.parts import plan_trees
 from transforms.strategies.config import StrategyConfig, StrategyOptions
 from transforms.strategies.invariants import WrittenDataset, holds
 
-SELECTIONS = "selections"
 # What grows with the corpus crosses the runner through files under the corpus directory
 # (transforms/spill.py): Beam's local runner held every edge of a 3.3M-caption run in its
 # own process (7.5 GB), then the parts' selections and leftovers (3.6 GB, 8.2 GB as they
 # were handed on).
-SPILLED = (EDGES_DIRECTORY, LEFTOVERS, SELECTIONS)
+SPILLED = (EDGES_DIRECTORY, LEFTOVERS_DIRECTORY, SELECTIONS_DIRECTORY)
 
 
 @dataclass(frozen=True)
@@ -166,13 +165,15 @@ class ClosedSets(DecoyStrategy):
             config,
             own.set_memberships,
             searched=searched,
-            folder=folders[LEFTOVERS],
+            folder=folders[LEFTOVERS_DIRECTORY],
             trees=trees,
         )
         selections = (formed.selections, *border.selections)  # a tuple: Beam takes a list for one
         return {
             "selections": selections
             | "Selections"
-            >> ThroughFiles(folder=folders[SELECTIONS], name=SELECTIONS, fence=config.fence),
+            >> ThroughFiles(
+                folder=folders[SELECTIONS_DIRECTORY], name=SELECTIONS_DIRECTORY, fence=config.fence
+            ),
             SKIPPED: border.skipped,
         }

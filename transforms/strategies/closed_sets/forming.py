@@ -15,6 +15,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.metrics import Metrics
 
+from schemas.layout import EDGES_DIRECTORY
 from schemas.records import Selection
 from transforms.corpus.neighbours import SharedCorpus
 from transforms.progress import Progress, timed
@@ -35,7 +36,6 @@ from transforms.strategies.config import StrategyConfig
 from transforms.strategies.validity import ValidityRules
 
 # The folder the edges reach their part through (removed once every part is grouped).
-EDGES_DIRECTORY = "edges"
 
 
 def part_graph(edges: Edges) -> tuple[np.ndarray, ...]:
