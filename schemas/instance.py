@@ -56,6 +56,12 @@ FIELDS: tuple[Field, ...] = (
     Field("image_file", "string", None, "the image's file name (COCO file_name, Flickr name)"),
     Field("image_url", "string", None, "COCO's coco_url; empty when the corpus has none"),
     Field("options", "string", OPTION, "k normalised option texts in shuffled order"),
+    Field(
+        "option_originals",
+        "string",
+        OPTION,
+        "each option's caption as written in the input, before normalisation; '' if edited",
+    ),
     Field("label", "int64", None, "position of the target in options (0 to k - 1)"),
     Field("option_caption_ids", "string", OPTION, "caption id each option's text comes from"),
     Field("option_image_ids", "string", OPTION, "image id of that caption"),

@@ -67,6 +67,9 @@ CAPTIONS_FILE = "captions.parquet"
 EMBEDDINGS_FILE = "embeddings.npy"
 NGRAMS_FILE = "ngrams.npz"
 OWN_CLOSENESS_FILE = "own_closeness.npy"
+# unit vectors of every caption's original text from the validity rule's sentence encoder,
+# one row per caption (transforms/corpus/sentences.py); absent with --validity_model none
+SENTENCE_EMBEDDINGS_FILE = "sentence_embeddings.npy"
 # in a sampled run, the rows (ascending) whose vectors PV training learned; every other
 # row's vector was inferred. Absent when every caption was trained on.
 TRAINED_ROWS_FILE = "pv_trained_rows.npy"
@@ -74,6 +77,7 @@ OBJECTS_FILE = "objects.npy"  # madlibs: images (dense index) x 80 COCO categori
 # build/corpus/: a run's working folders, each removed once what it holds is read
 PARTS_DIRECTORY = "caption_parts"  # the captions as PV training gathers them
 INFERRED_DIRECTORY = "pv_inferred"  # a sampled run's inferred vectors, one file per shard
+SENTENCE_PARTS_DIRECTORY = "sentence_parts"  # the sentence encoder's vectors, one file a shard
 EDGES_DIRECTORY = "edges"  # closed sets' allowed pairs, by part
 LEFTOVERS_DIRECTORY = "leftovers"  # closed sets' captions left for the border rounds
 SELECTIONS_DIRECTORY = "selections"  # closed sets' chosen sets, before instances are built

@@ -31,6 +31,7 @@ class Caption(NamedTuple):
     file_name: str
     url: str
     split: str = ""
+    original: str = ""  # the caption as written (what a sentence encoder reads)
 
 
 class Skip(NamedTuple):
@@ -67,6 +68,7 @@ class Decoy(NamedTuple):
     sim_surf: float
     score: float
     edit: str = ""
+    original: str = ""  # the caption as written; "" when the text was edited
 
 
 class Selection(NamedTuple):

@@ -25,7 +25,10 @@ from tests.support.versions import (  # noqa: E402
     SMALL_MCIC,
     TRAINING,
     Shared,
+    made_tiny_encoder,
 )
+
+made_tiny_encoder()  # what SMALL's runs name as their validity model
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,9 @@ be the rows pyarrow reads. TFDS needs TensorFlow to read (1.8 GB, not a CI
 dependency), so its files are compared with ``tests/data/tfds/``: what
 tensorflow-datasets 4.9.10 itself wrote (``builder_from_directory(...)
 .info.write_to_directory(...)``) after reading a version's files, and its records,
-with ``as_dataset``. docs/output.md has that command.
+with ``as_dataset``. docs/output.md has that command. One entry was added by hand since:
+``option_originals`` (2026-11-27, no TensorFlow here), the twin of ``options``' entry, a
+list of k strings as TFDS writes every such field.
 """
 
 import json

@@ -16,6 +16,9 @@ differs between two runs of the same code is normalised first, file by file:
 - ``dataset/statistics.json``: the text-only audit's Text-FFNN training losses per epoch,
   which the processor's floating-point kernels decide in their last digits (an AMD EPYC
   and an Intel Xeon write different ones); every accuracy and count is compared as written;
+- ``build/corpus/sentence_embeddings.npy``: the sentence encoder's vectors, whose last
+  digits the processor's kernels decide too: compared as their shape, dtype and unit length
+  (the decisions they make are in the dataset records, hashed as written);
 - ``_COMPLETE``: its completion time.
 
 When a change to the outputs is intended, regenerate the golden file and commit it
@@ -25,13 +28,25 @@ with the change that explains it::
 """
 
 import hashlib
+import io
 import json
 import os
 import pickle
 from collections.abc import Callable
 
+import numpy as np
+
 from pipelines.store.versions import read_manifest
-from schemas.layout import BUILD, COMPLETE_FILE, DATASET, MANIFEST_FILE, STATISTICS_FILE
+from schemas.layout import (
+    BUILD,
+    COMPLETE_FILE,
+    CORPUS_DIRECTORY,
+    DATASET,
+    MANIFEST_FILE,
+    SENTENCE_EMBEDDINGS_FILE,
+    STATISTICS_FILE,
+)
+from tests.support.versions import TINY_ENCODER
 from transforms.report.card import CARD_FILE
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "synthetic_outputs.json")
@@ -39,7 +54,8 @@ MODEL_FILE = f"{BUILD}/pv/doc2vec.model"
 VERSION_CARD = f"{DATASET}/{CARD_FILE}"
 STATISTICS = f"{DATASET}/{STATISTICS_FILE}"
 # Files normalised below, whose size and sha256 in the manifest are then normalised too.
-RUN_DEPENDENT = (VERSION_CARD, MODEL_FILE, STATISTICS)
+SENTENCES = f"{BUILD}/{CORPUS_DIRECTORY}/{SENTENCE_EMBEDDINGS_FILE}"
+RUN_DEPENDENT = (VERSION_CARD, MODEL_FILE, STATISTICS, SENTENCES)
 NORMALISED = "<normalised>"
 
 
@@ -130,6 +146,13 @@ def normalised_model(data: bytes) -> bytes:
     return pickle.dumps(model)
 
 
+def normalised_sentences(data: bytes) -> bytes:
+    """The vectors as their shape, dtype and whether every row is of unit length."""
+    vectors = np.load(io.BytesIO(data))
+    unit = np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    return f"{vectors.shape} {vectors.dtype} unit={unit}".encode()
+
+
 def as_written(document: dict) -> bytes:
     """JSON as transforms.files.write_json writes it."""
     return json.dumps(document, indent=2, sort_keys=True).encode("utf-8")
@@ -154,6 +177,7 @@ def normalisers(
         f"{version}/{VERSION_CARD}": card_normaliser(code),
         CARD_FILE: card_normaliser(code),
         f"{version}/{MODEL_FILE}": normalised_model,
+        f"{version}/{SENTENCES}": normalised_sentences,
         f"{version}/{STATISTICS}": json_normaliser(normalised_statistics, places),
         f"{version}/{COMPLETE_FILE}": json_normaliser(normalised_marker, places),
     }
@@ -197,7 +221,11 @@ def changes(expected: dict[str, str], found: dict[str, str]) -> list[str]:
 def test_the_synthetic_default_run_writes_the_golden_outputs(closed_sets_dataset):
     directory, options = closed_sets_dataset
     root = os.path.dirname(os.path.dirname(directory))  # OUTPUT/versions/<version>
-    places = {root: "<output>", os.path.dirname(options.input): "<input>"}
+    places = {
+        root: "<output>",
+        os.path.dirname(options.input): "<input>",
+        os.path.dirname(TINY_ENCODER): "<tmp>",
+    }
     version = os.path.relpath(directory, root)
     code = read_manifest(directory)["code"]
     found = output_hashes(root, normalisers(version, code, places))

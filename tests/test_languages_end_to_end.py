@@ -6,6 +6,7 @@ every train caption is a target.
 One run per language per session (a module fixture), at a test's size.
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -14,12 +15,16 @@ import unicodedata
 
 import pytest
 
+from pipelines.generate import run
 from pipelines.options import GenerateOptions
-from schemas.layout import dataset_path
+from schemas.layout import VERSIONS_DIRECTORY, dataset_path
 from schemas.records import RawCaption
 from tests.support.dataset_checks import check_dataset, read_corpus
+from tests.support.versions import TINY_ENCODER, TINY_THRESHOLD
+from transforms.corpus.encoders.registry import DEFAULT_MODEL
 from transforms.corpus.languages.registry import LANGUAGES
 from transforms.corpus.read import LINES, caption_sample, expand_inputs
+from transforms.errors import InputError
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "languages")
 IMAGES = os.path.join(DATA, "images.txt")
@@ -32,7 +37,15 @@ INPUTS = {
     "zh": os.path.join(DATA, "zh", "captions.json"),
 }
 # 80 images: 40 train, 20 dev, 20 test; 100 captions in dev, enough for 60 neighbours.
-SIZES = {"n_dev": 20, "n_test": 20, "neighbours": 60, "pv_dim": 64, "pv_epochs": 10}
+SIZES = {
+    "n_dev": 20,
+    "n_test": 20,
+    "neighbours": 60,
+    "pv_dim": 64,
+    "pv_epochs": 10,
+    "validity_model": TINY_ENCODER,
+    "validity_threshold": TINY_THRESHOLD,
+}
 # Words each corpus has, which the English rule would cut or drop.
 WORDS = {
     "de": {"männer", "strasse", "t-shirt", "grill-eck"},
@@ -173,3 +186,16 @@ def test_the_run_records_the_language(language_dataset):
     with open(os.path.join(options.output, "manifest.json")) as handle:
         manifest = json.load(handle)
     assert manifest["options"]["language"] == language
+
+
+def test_a_language_the_validity_model_does_not_cover_is_refused_in_one_line(tmp_path):
+    """The default encoder's card declares English only: German captions need another."""
+    options = dataclasses.replace(
+        options_for("de", str(tmp_path / "out")), validity_model=DEFAULT_MODEL
+    )
+    with pytest.raises(InputError) as refused:
+        run(options)
+    message = str(refused.value)
+    assert "\n" not in message and "not --language de" in message
+    assert "multilingual" in message and "--validity_model none" in message
+    assert not (tmp_path / "out" / VERSIONS_DIRECTORY).exists()

@@ -8,7 +8,10 @@ import schemas.layout
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("pipelines", "transforms", "schemas", "benchmarks")
 # The same name for a file of another kind of folder, not a version's nor a corpus's.
-ELSEWHERE = {("pipelines/rate.py", "report.json")}  # a rating job's report
+ELSEWHERE = {
+    ("pipelines/rate.py", "report.json"),  # a rating job's report
+    ("transforms/corpus/encoders/base.py", "README.md"),  # a sentence encoder's model card
+}
 
 
 def file_names() -> dict[str, str]:

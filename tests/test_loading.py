@@ -322,9 +322,11 @@ def test_the_card_says_why_train_decoys_are_closer(two_versions):
 def test_the_licence_and_citations_follow_the_input(two_versions):
     _, _, latest = two_versions
     manifest = json.loads((pathlib.Path(latest) / "manifest.json").read_text())
-    assert [entry["synthetic"] for entry in manifest["inputs"]] == [True]
+    corpora = [entry for entry in manifest["inputs"] if "synthetic" in entry]
+    assert [entry["synthetic"] for entry in corpora] == [True]
+    assert len(manifest["inputs"]) == 2  # and the validity model's weights
     assert corpus(manifest).license == "other"
-    coco = {**manifest, "inputs": [{**manifest["inputs"][0], "synthetic": False}]}
+    coco = {**manifest, "inputs": [{**corpora[0], "synthetic": False}]}
     assert corpus(coco).license == manifest["options"]["captions_license"] == "cc-by-4.0"
     assert "@inproceedings{lin2014coco" in version_card(
         coco, statistics(latest), {}, {split: 0 for split in SPLITS}

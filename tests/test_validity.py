@@ -25,8 +25,12 @@ OTHERS = [
     ("5", "two cats play with a ball"),  # row 6: the same text as row 5
     ("6", "a plate of food on a table"),  # row 7
     ("7", "a bus parked by the curb"),  # row 8
+    ("8", "one person cycling downhill on a scarlet bicycle"),  # row 9: image 0's first, reworded
 ]
+REWORDED = 9
 RULES_ON = ValidityRules(limit=0.5, own_caption_rule=False)
+ENCODER_ON = ValidityRules(limit=0.5, own_caption_rule=False, encoder_threshold=0.9)
+EVERY_RULE_SET = (RULES_ON, ValidityRules(limit=0.5, own_caption_rule=True), ENCODER_ON)
 
 
 def corpus():
@@ -44,14 +48,20 @@ def corpus():
         "url": [""] * n,
         "split": ["train"] * n,
     }
-    return make_corpus(columns, vectors, encode_ngrams([text.split() for text in texts]))
+    # sentence vectors: unrelated captions' far apart, the reworded caption's beside the one
+    # it rewords, as a sentence encoder's are and BLEU's and PV's need not be
+    sentences = np.random.default_rng(1).normal(size=(n, 16)).astype(np.float32)
+    sentences[REWORDED] = sentences[0] + 0.05 * sentences[REWORDED]
+    sentences /= np.linalg.norm(sentences, axis=1, keepdims=True)
+    ngrams = encode_ngrams([text.split() for text in texts])
+    return make_corpus(columns, vectors, ngrams, sentences=sentences)
 
 
 def violation(data, decoy, target, sim_pv, rules) -> int:
     """The first rule ``decoy`` breaks as a decoy of ``target`` (VALID if none): choose_valid's."""
     return _violation(
-        decoy, target, sim_pv, *_corpus_arrays(data), rules.limit, rules.own_caption_rule,
-        data.ngrams.scratch(),
+        decoy, target, sim_pv, *_corpus_arrays(data), rules.limit, rules.threshold,
+        rules.own_caption_rule, data.ngrams.scratch(),
     )  # fmt: skip
 
 
@@ -76,7 +86,18 @@ def test_each_rule_turns_away_its_candidate_and_counts_it():
         "surface_close_to_the_image": 1,  # row 4: close to image 0's other caption, not the target
         "closer_than_own_captions": 0,
         "repeats_an_option": 1,  # row 6 repeats row 5's text
+        "describes_the_image": 0,
     }
+
+
+def test_a_reworded_caption_of_the_image_is_turned_away_by_the_encoder_rule_only():
+    data = corpus()
+    assert choose(data, [REWORDED, 2], RULES_ON)[0] == [REWORDED, 2]  # BLEU and PV miss it
+    chosen, rejected = choose(data, [REWORDED, 2], ENCODER_ON)
+    assert chosen == [2] and rejected["describes_the_image"] == 1
+    assert violation(data, REWORDED, 1, 0.0, ENCODER_ON) == RULES.index("describes_the_image")
+    assert violation(data, 1, REWORDED, 0.0, ENCODER_ON) == VALID  # not of the other's image
+    assert violation(data, 0, 9, 0.0, ENCODER_ON) != VALID  # either way round (image 8's: 0)
 
 
 def test_too_few_valid_candidates_leave_the_row_short():
@@ -96,28 +117,39 @@ def test_the_own_caption_rule_rejects_decoys_closer_than_the_images_captions():
 
 def test_pairs_are_allowed_only_when_valid_both_ways_round():
     data = corpus()
-    targets = np.arange(9)
-    candidates = np.tile(np.arange(9), (9, 1))
+    targets = np.arange(10)
+    candidates = np.tile(np.arange(10), (10, 1))
     allowed, _ = pairs_allowed(
-        data, targets, candidates, np.zeros((9, 9)), RULES_ON, data.ngrams.scratch()
+        data, targets, candidates, np.zeros((10, 10)), RULES_ON, data.ngrams.scratch()
     )
     np.testing.assert_array_equal(allowed, allowed.T)
     assert not allowed[np.arange(9), np.arange(9)].any()
     assert not allowed[0, 1] and not allowed[0, 3] and not allowed[0, 4] and not allowed[5, 6]
     assert allowed[0, 2] and allowed[3, 2] and allowed[5, 7]
     assert not allowed[3, 4]  # near-copies of each other
+    assert allowed[0, REWORDED] and allowed[REWORDED, 1]
+    with_encoder, _ = pairs_allowed(
+        data, targets, candidates, np.zeros((10, 10)), ENCODER_ON, data.ngrams.scratch()
+    )
+    assert not with_encoder[0, REWORDED] and not with_encoder[REWORDED, 0]
+    assert not with_encoder[1, REWORDED] and not with_encoder[REWORDED, 1]  # 1 is image 0's too
+    assert (with_encoder <= allowed).all() and allowed.sum() - with_encoder.sum() == 4
 
 
-def test_mutual_allowed_is_pairs_allowed_on_every_pair_of_every_row_with_either_rule_set():
+def test_mutual_allowed_is_pairs_allowed_on_every_pair_of_every_row_with_every_rule_set():
     """Rows share captions, and answers kept from one row for the next change none."""
     data = corpus()
-    rows = [np.array([8, 0, 3, 5, 2, 4, 6, 1, 7]), np.array([3, 5, 0]), np.array([7, 1, 2, 8, 4])]
+    rows = [
+        np.array([8, 0, 3, 5, 2, 4, 9, 1, 7]),
+        np.array([3, 5, 0, 9]),
+        np.array([7, 1, 2, 8, 4]),
+    ]
     nodes = np.full((len(rows), 9), -1)
     for b, row in enumerate(rows):
         nodes[b, : len(row)] = row
     sim_pv = np.random.default_rng(0).uniform(-1, 1, size=(len(rows), 9, 9)).astype(np.float32)
     sim_pv = (sim_pv + sim_pv.transpose(0, 2, 1)) / 2
-    for rules in (RULES_ON, ValidityRules(limit=0.5, own_caption_rule=True)):
+    for rules in EVERY_RULE_SET:
         mutual = mutual_allowed(data, nodes, rules, data.ngrams.scratch(), sim_pv)
         for b, row in enumerate(rows):
             n = len(row)
@@ -128,17 +160,17 @@ def test_mutual_allowed_is_pairs_allowed_on_every_pair_of_every_row_with_either_
             assert not mutual[b, n:].any() and not mutual[b, :, n:].any()
         assert mutual[0].any() and not mutual[0].all()
     with pytest.raises(ValueError, match="own-caption rule needs the cosines"):
-        mutual_allowed(data, nodes, rules, data.ngrams.scratch())
+        mutual_allowed(data, nodes, EVERY_RULE_SET[1], data.ngrams.scratch())
 
 
 def test_pairs_allowed_applies_each_rule_both_ways_round_as_choose_valid_does():
     """The pair kernel loads each n-gram table once; the answer is the per-decoy rule's."""
     data = corpus()
-    rows = np.arange(9)
-    sim_pv = np.random.default_rng(1).uniform(-1, 1, size=(9, 9))
-    for rules in (RULES_ON, ValidityRules(limit=0.5, own_caption_rule=True)):
+    rows = np.arange(10)
+    sim_pv = np.random.default_rng(1).uniform(-1, 1, size=(10, 10))
+    for rules in EVERY_RULE_SET:
         allowed, rejected = pairs_allowed(
-            data, rows, np.tile(rows, (9, 1)), sim_pv, rules, data.ngrams.scratch()
+            data, rows, np.tile(rows, (10, 1)), sim_pv, rules, data.ngrams.scratch()
         )
         expected = np.zeros(len(RULES), dtype=np.int64)
         for target in rows:

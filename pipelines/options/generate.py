@@ -15,12 +15,14 @@ from pipelines.options.fields import ints
 from pipelines.options.train import TrainOptions
 from pipelines.store.versions import LABEL
 from schemas.options import REQUIRED, Group, below, option
+from transforms.corpus.encoders.registry import DEFAULT_FAMILY, DEFAULT_MODEL, ENCODERS
 from transforms.corpus.index import IndexConfig
 from transforms.corpus.languages.base import Language
 from transforms.corpus.languages.detect import SAMPLE_PER_FILE, resolve_language
 from transforms.corpus.languages.registry import AUTO, ENGLISH, LANGUAGES
 from transforms.corpus.paragraph_vectors import PVConfig
 from transforms.corpus.read import AUTO_FORMAT, INPUT_FORMATS, LINES, caption_sample
+from transforms.corpus.sentences import DEFAULT_THRESHOLD, NO_MODEL, EncoderSpec
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import DECOY_POOLS
 from transforms.errors import InputError
@@ -124,6 +126,25 @@ class RunOptions:
         False,
         "also reject decoys whose simPV to the target reaches the target's mean simPV to its "
         "image's other captions",
+        group=Group.DECOYS,
+    )
+    validity_model: str = option(
+        DEFAULT_MODEL,
+        "the sentence encoder of the rule that no decoy describes the target's image: "
+        f"{DEFAULT_MODEL} (installed with the package), a sentence-transformers folder, a hub "
+        f"id in the local cache, or {NO_MODEL} (the paper's rules only)",
+        group=Group.DECOYS,
+    )
+    validity_threshold: float = option(
+        DEFAULT_THRESHOLD,
+        "a candidate whose encoder cosine to any caption of the target's image reaches it "
+        "describes the image, and is no decoy (calibrated on expert judgments: docs/validity.md)",
+        group=Group.DECOYS,
+    )
+    validity_encoder: str = option(
+        DEFAULT_FAMILY,
+        "the family of --validity_model (docs/validity.md)",
+        tuple(ENCODERS),
         group=Group.DECOYS,
     )
     adversarial_rounds: int = option(
@@ -272,13 +293,23 @@ class RunOptions:
         own = STRATEGIES[self.decoys].Options
         return own(**{flag.name: getattr(self, flag.name) for flag in dataclasses.fields(own)})
 
+    def encoder_spec(self) -> EncoderSpec | None:
+        """The validity rule's sentence encoder; None with ``--validity_model none``."""
+        if self.validity_model == NO_MODEL:
+            return None
+        return EncoderSpec(self.validity_encoder, self.validity_model)
+
     def strategy_config(self) -> StrategyConfig:
         config = StrategyConfig(
             neighbours=self.neighbours,
             score_lambda=self.score_lambda,
             seed=self.seed,
             decoy_pool=self.decoy_pool,
-            rules=ValidityRules(limit=self.surf_limit, own_caption_rule=self.own_caption_rule),
+            rules=ValidityRules(
+                limit=self.surf_limit,
+                own_caption_rule=self.own_caption_rule,
+                encoder_threshold=self.validity_threshold if self.encoder_spec() else None,
+            ),
             index=self.index_config(),
             shard_size=self.shard_size,
             batch_size=self.batch_size,
@@ -326,6 +357,8 @@ class RunOptions:
             problems.append("--score_lambda must be in [0, 1]")
         if not 0.0 < self.surf_limit <= 1.0:
             problems.append("--surf_limit must be in (0, 1]")
+        if not 0.0 < self.validity_threshold <= 1.0:
+            problems.append("--validity_threshold must be in (0, 1]")
         if self.pv_hs not in (0, 1) or (self.pv_hs == 0 and self.pv_negative == 0):
             problems.append("--pv_hs must be 0 or 1, and with 0, --pv_negative must be > 0")
         problems += below(

@@ -75,12 +75,13 @@ ADDED_LATER = (f"{EVALUATION_DIRECTORY}/", f"{RATINGS_DIRECTORY}/")
 # Files of a version directory that are not part of the dataset the manifest lists.
 NOT_LISTED = (COMPLETE_FILE, MANIFEST_FILE, LOCK_FILE)
 # Options that say where and how fast, not what: they do not change a record.
-# --pv_model, --objects and --images enter through their checksums, among the inputs', not
-# their paths.
+# --pv_model, --objects, --images and --validity_model enter through their checksums, among
+# the inputs', not their paths.
 NO_CONTENT_OPTIONS = (
     "input",
     "images",
     "pv_model",
+    "validity_model",
     "objects",
     "output",
     "label",

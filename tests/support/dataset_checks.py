@@ -19,7 +19,12 @@ from pipelines.store.versions import verify_version
 from schemas.instance import MCIC_OPTIONS, parse_mcic_line
 from schemas.layout import MCIC, PARQUET, TFRECORD, corpus_folder, dataset_path, shard_pattern
 from tests.support.tfrecord_reader import parse_example, read_records
-from transforms.strategies.invariants import WrittenDataset, image_captions, valid_decoy
+from transforms.strategies.invariants import (
+    WrittenDataset,
+    image_captions,
+    no_decoy_describes_the_image,
+    valid_decoy,
+)
 from transforms.strategies.registry import STRATEGIES
 from transforms.strategies.validity import RULES
 
@@ -167,6 +172,7 @@ def check_dataset(options: GenerateOptions, *, sample: int = 30) -> dict[str, li
     every = [row for split in SPLITS for row in rows[split]]
     check_validity(corpus, every, surf_limit, sample=10 * sample)
     written = written_dataset(options, corpus, rows, sample)
+    no_decoy_describes_the_image(written)  # every strategy's, with a validity model
     for invariant in strategy.invariants:
         invariant(written)
     with open(dataset_path(output, "statistics.json")) as handle:

@@ -5,7 +5,9 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
+import tempfile
 from collections.abc import Callable
 
 from filelock import FileLock
@@ -14,7 +16,8 @@ from pipelines.generate import run
 from pipelines.options import GenerateOptions
 from pipelines.store.versions import completed_dataset
 from schemas.layout import VERSIONS_DIRECTORY
-from transforms.corpus.synthetic import write_coco
+from tests.support.tiny_encoder import tiny_encoder
+from transforms.corpus.synthetic import coco_document, write_coco
 
 COCO_VAL2017 = os.path.join(
     os.path.dirname(__file__), "..", "..", "..", "shared", "data", "coco", "captions_val2017.json"
@@ -23,7 +26,35 @@ COCO_SUBSET = "captions_val2017_subset.json"
 # names a folder of shared versions that several test runs of the same code share
 SHARED_VARIABLE = "DMC_TEST_SHARED"
 
-SMALL = {"n_dev": 40, "n_test": 40, "neighbours": 60, "pv_dim": 64, "pv_epochs": 10}
+# The validity rule's encoder in tests: a tiny random BERT built from configuration over the
+# synthetic corpus's words (tests/support/tiny_encoder.py), its card saying it covers every
+# language (the tests' corpora in other languages use it too), made once per machine and code
+# (its name is its builder's digest). A random model's cosines are all high (0.94-0.98
+# between unrelated synthetic captions), so its threshold is near 1; the real weights run
+# in the COCO end-to-end test and run_local.sh.
+TINY_BUILDER = pathlib.Path(__file__).with_name("tiny_encoder.py")
+TINY_LANGUAGE = "multilingual"
+# its words: the synthetic corpus's and those of the tests' corpora in other languages
+LANGUAGE_DATA = pathlib.Path(__file__).parent.parent / "data" / "languages"
+TINY_ENCODER = os.path.join(
+    tempfile.gettempdir(),
+    "dmc-tiny-encoder-"
+    + hashlib.sha256(
+        TINY_BUILDER.read_bytes()
+        + TINY_LANGUAGE.encode()
+        + b"".join(path.read_bytes() for path in sorted(LANGUAGE_DATA.rglob("*.*")))
+    ).hexdigest()[:12],
+)
+TINY_THRESHOLD = 0.99
+SMALL = {
+    "n_dev": 40,
+    "n_test": 40,
+    "neighbours": 60,
+    "pv_dim": 64,
+    "pv_epochs": 10,
+    "validity_model": TINY_ENCODER,
+    "validity_threshold": TINY_THRESHOLD,
+}
 SMALL_MCIC = {**SMALL, "decoys": "mcic"}
 TRAINING = {**SMALL, "n_dev": 100, "n_test": 100}
 # the trainer's settings at the tests' sizes (dmc-train, regenerate --train)
@@ -33,6 +64,21 @@ SMALL_TRAINING = {
     "vec2seq_sizes": "64:32:16",
     "vec2seq_epochs": 4,
 }
+
+
+def made_tiny_encoder() -> str:
+    """:data:`TINY_ENCODER`, built by the first test process that asks (the others wait)."""
+    with FileLock(f"{TINY_ENCODER}.lock"):
+        if not os.path.isdir(TINY_ENCODER):
+            texts = [a["caption"] for a in coco_document(seed=0, num_images=300)["annotations"]]
+            texts += [path.read_text(encoding="utf-8") for path in LANGUAGE_DATA.rglob("*.*")]
+            words = {word.lower() for text in texts for word in re.findall(r"\w+", text)}
+            words |= {character for word in words for character in word}  # CJK: one a token
+            scratch = pathlib.Path(tempfile.mkdtemp(dir=tempfile.gettempdir()))
+            tiny_encoder(scratch / "model", sorted(words), language=TINY_LANGUAGE)
+            os.rename(scratch / "model", TINY_ENCODER)
+            shutil.rmtree(scratch)
+    return TINY_ENCODER
 
 
 class Shared:

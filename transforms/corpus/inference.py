@@ -56,18 +56,24 @@ def shard_path(directory: str, start: int) -> str:
     return FileSystems.join(directory, INFERRED_DIRECTORY, f"rows-{start:012d}.npy")
 
 
-def shards(directory: str, model: str, count: int) -> Iterator[InferShard]:
-    """``count`` rows to infer, in :data:`SHARDS` shards or shards of the smallest or
-    largest size.
+def row_ranges(count: int) -> Iterator[tuple[int, int]]:
+    """``count`` rows as [start, end) ranges: :data:`SHARDS` of them, or ranges of the
+    smallest or largest size. Every stage that shares rows out among workers cuts them so.
 
-    >>> [(s.start, s.end) for s in shards("c", "m", 600)]
+    >>> list(row_ranges(600))
     [(0, 250), (250, 500), (500, 600)]
-    >>> len(list(shards("c", "m", 20_000))), len(list(shards("c", "m", 1_000_000)))
+    >>> len(list(row_ranges(20_000))), len(list(row_ranges(1_000_000)))
     (16, 200)
     """
     size = min(max(-(-count // SHARDS), SMALLEST_SHARD), LARGEST_SHARD)
     for start in range(0, count, size):
-        yield InferShard(directory, model, start, min(start + size, count))
+        yield start, min(start + size, count)
+
+
+def shards(directory: str, model: str, count: int) -> Iterator[InferShard]:
+    """``count`` rows to infer, in :func:`row_ranges`."""
+    for start, end in row_ranges(count):
+        yield InferShard(directory, model, start, end)
 
 
 def rows_to_infer(trained: np.ndarray, size: int) -> np.ndarray:

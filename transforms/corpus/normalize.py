@@ -90,6 +90,7 @@ class _Normalize(beam.DoFn):
             text=" ".join(tokens),
             file_name=raw.file_name,
             url=raw.url,
+            original=raw.caption,
         )
 
 

@@ -18,7 +18,7 @@ import itertools
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.localfilesystem import LocalFileSystem
 
 from schemas.layout import (
     CAPTIONS_FILE,
@@ -33,6 +34,7 @@ from schemas.layout import (
     NGRAMS_FILE,
     OWN_CLOSENESS_FILE,
     PV_MODEL_FILE,
+    SENTENCE_EMBEDDINGS_FILE,
     build_path,
     corpus_file,
     corpus_folder,
@@ -50,6 +52,7 @@ CAPTION_COLUMNS = Caption._fields
 DECOY_POOLS = ("all", "split")
 CLOSENESS_CHUNK = 1 << 16  # rows of own_closeness computed at a time
 CAPTION_SCHEMA = pa.schema([(name, pa.string()) for name in CAPTION_COLUMNS])
+NO_SENTENCES = np.zeros((0, 0), np.float32)
 
 
 class CorpusRef(NamedTuple):
@@ -74,6 +77,9 @@ class Corpus:
     image_rows: np.ndarray  # int64: rows grouped by image, image k's at image_offsets[k:k + 2]
     image_offsets: np.ndarray  # int64 (images + 1,)
     directory: str = ""  # where it was loaded from; files strategies add sit beside its own
+    # float32 (rows, dim) unit sentence-encoder vectors of the original texts
+    # (transforms/corpus/sentences.py); (0, 0) when the run has no validity model
+    sentences: np.ndarray = field(default_factory=lambda: NO_SENTENCES)
 
     def __len__(self) -> int:
         return len(self.split_of)
@@ -194,6 +200,7 @@ def make_corpus(
     ngrams: NgramTable,
     closeness: np.ndarray | None = None,
     directory: str = "",
+    sentences: np.ndarray = NO_SENTENCES,
 ) -> Corpus:
     """``closeness``: :func:`own_closeness`, computed from ``embeddings`` when not given."""
     image_of, text_id = dense_ids(captions["image_id"]), dense_ids(captions["text"])
@@ -210,6 +217,7 @@ def make_corpus(
         image_rows=image_rows.astype(np.int64),
         image_offsets=image_offsets.astype(np.int64),
         directory=directory,
+        sentences=sentences,
     )
 
 
@@ -224,6 +232,17 @@ def read_npy(path: str) -> np.ndarray:
     """Read into the array itself, without the file's bytes as a second copy."""
     with FileSystems.open(path) as handle:
         return np.load(handle)
+
+
+def read_sentences(directory: str) -> np.ndarray:
+    """The sentence-encoder vectors, where the run made them; mapped from a local file, so
+    that a machine's worker processes share one copy (0.9 GB at COCO 2014 scale)."""
+    path = corpus_file(directory, SENTENCE_EMBEDDINGS_FILE)
+    if not FileSystems.exists(path):
+        return NO_SENTENCES
+    if isinstance(FileSystems.get_filesystem(path), LocalFileSystem):
+        return np.load(path, mmap_mode="r")
+    return read_npy(path)
 
 
 def model_path(output: str) -> str:
@@ -303,6 +322,7 @@ def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
         ),
         read_npy(corpus_file(directory, OWN_CLOSENESS_FILE)),
         directory,
+        read_sentences(directory),
     )
     logging.info("loaded corpus of %d captions from %s", len(corpus), directory)
     return corpus

@@ -21,9 +21,13 @@ def build_instance(selection: Selection, seed: int) -> dict:
             target.caption_id,
             target.image_id,
             selection.target_edit,
+            "" if selection.target_edit else target.original,
         )
     ]
-    ordered += [(decoy.text, decoy.caption_id, decoy.image_id, decoy.edit) for decoy in decoys]
+    ordered += [
+        (decoy.text, decoy.caption_id, decoy.image_id, decoy.edit, decoy.original)
+        for decoy in decoys
+    ]
     positions = option_permutation(seed, target.example_id, len(ordered))
     options = [None] * len(ordered)
     for source, position in enumerate(positions):
@@ -34,11 +38,12 @@ def build_instance(selection: Selection, seed: int) -> dict:
         "image_id": target.image_id,
         "image_file": target.file_name,
         "image_url": target.url,
-        "options": [text for text, _, _, _ in options],
+        "options": [text for text, *_ in options],
+        "option_originals": [original for *_, original in options],
         "label": int(positions[0]),
-        "option_caption_ids": [caption_id for _, caption_id, _, _ in options],
-        "option_image_ids": [image_id for _, _, image_id, _ in options],
-        "option_edits": [edit for _, _, _, edit in options],
+        "option_caption_ids": [caption_id for _, caption_id, *_ in options],
+        "option_image_ids": [image_id for _, _, image_id, *_ in options],
+        "option_edits": [edit for _, _, _, edit, _ in options],
         "target_caption_id": target.caption_id,
         "decoy_caption_ids": [decoy.caption_id for decoy in decoys],
         "decoy_image_ids": [decoy.image_id for decoy in decoys],

@@ -19,11 +19,13 @@ from apache_beam.io.filesystems import FileSystems
 from schemas.instance import FIELDS, MCIC_OPTIONS
 from schemas.layout import CARD_FILE, PARQUET, relative_shard_pattern
 from transforms.corpus.languages.registry import ENGLISH
+from transforms.corpus.sentences import VALIDITY_MODEL
 from transforms.corpus.split import SPLITS
 from transforms.dataset.statistics import DECOY_MEASURES
 from transforms.report import assets
 from transforms.strategies.mcic import DING2016
 from transforms.strategies.registry import STRATEGIES
+from transforms.strategies.validity import DESCRIBES_RULE
 from transforms.trainer.dataset_audit import AT_CHANCE_DEVIATIONS, chance_bound
 from transforms.trainer.metrics import metrics_table
 
@@ -220,7 +222,7 @@ def _table_one(statistics: dict) -> str:
     return "\n".join(rows)
 
 
-def _skips(statistics: dict) -> str:
+def _skips(statistics: dict, manifest: dict) -> str:
     skipped = [f"- `{reason}`: {count:,}" for reason, count in statistics["skipped"].items()]
     rejected = [
         f"- `{rule}`: {count:,} candidates turned away"
@@ -231,6 +233,23 @@ def _skips(statistics: dict) -> str:
         "\n".join(skipped or ["- none"])
         + "\n\nValidity rules:\n\n"
         + "\n".join(rejected or ["- nothing turned away"])
+        + _encoder_rule(statistics, manifest)
+    )
+
+
+def _encoder_rule(statistics: dict, manifest: dict) -> str:
+    """The sentence on the rule that no decoy describes the target's image: which encoder,
+    which weights, which threshold, how many it turned away; none when the run had none."""
+    model = next((entry for entry in manifest["inputs"] if VALIDITY_MODEL in entry), None)
+    if model is None:
+        return ""
+    count = statistics["validity"].get(f"validity/{DESCRIBES_RULE}", 0)
+    return (
+        f"\n\n`{DESCRIBES_RULE}`: a candidate whose sentence-encoder cosine to any caption of "
+        f"the target's image reaches {manifest['options']['validity_threshold']} describes that "
+        f"image too, and is no decoy ({count:,} turned away). Encoder: `{model['path']}` "
+        f"({model[VALIDITY_MODEL]['family']}), weights sha256 `{model['sha256']}`, reading "
+        "each caption as written (`option_originals`)."
     )
 
 
@@ -378,7 +397,7 @@ def _card(
         ),
         fields=_fields(k),
         table_one=_table_one(statistics),
-        skips=_skips(statistics),
+        skips=_skips(statistics, manifest),
         decoy_means=_decoy_means(statistics),
         pools=_pools(statistics, pool),
         strategy_report=_strategy_report(statistics),

@@ -39,7 +39,15 @@ def preference_matrix(prefer: Preference, scores: np.ndarray, candidates: np.nda
 
 def decoy(corpus: Corpus, row: int, sim_pv: float, sim_surf: float, score: float) -> Decoy:
     caption = corpus.caption(row)
-    return Decoy(caption.caption_id, caption.image_id, caption.text, sim_pv, sim_surf, score)
+    return Decoy(
+        caption.caption_id,
+        caption.image_id,
+        caption.text,
+        sim_pv,
+        sim_surf,
+        score,
+        original=caption.original,
+    )
 
 
 def decoys_at(

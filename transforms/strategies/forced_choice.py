@@ -228,6 +228,7 @@ class _Construct(beam.DoFn):
             float(sim_pv[0, 0]),
             float(sim_surf[0, 0]),
             float(scored[0, 0]),
+            original=sources.corpus.captions["original"][sources.row_of[result.distractor_source]],
         )
 
 

@@ -10,12 +10,15 @@ brute force with numpy, sharing nothing with the pipeline's kernels.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
+from schemas.layout import SENTENCE_EMBEDDINGS_FILE, corpus_file, corpus_folder
 from transforms.strategies.config import StrategyConfig
 
 
@@ -65,3 +68,55 @@ def valid_decoy(text: str, own_captions: list[str], surf_limit: float) -> bool:
     return text not in own_captions and all(
         nltk_sim_surf(text.split(), own.split()) < surf_limit for own in own_captions
     )
+
+
+def describing(dataset: WrittenDataset) -> Callable[[int, str], bool]:
+    """(corpus row, image id) -> whether the row's caption describes the image by the
+    validity model's written vectors (numpy); never without a validity model."""
+    threshold = dataset.config.rules.encoder_threshold
+    if threshold is None:
+        return lambda row, image: False
+    sentences = np.load(
+        corpus_file(corpus_folder(dataset.directory), SENTENCE_EMBEDDINGS_FILE), mmap_mode="r"
+    )
+    image_rows: dict[str, list[int]] = {}
+    for r, caption in enumerate(dataset.corpus):
+        image_rows.setdefault(caption["image_id"], []).append(r)
+
+    def describes(row: int, image: str) -> bool:
+        own = np.asarray(sentences[image_rows[image]], np.float64)
+        return bool((own @ np.asarray(sentences[row], np.float64)).max() >= threshold)
+
+    return describes
+
+
+def no_decoy_describes_the_image(dataset: WrittenDataset) -> None:
+    """With a validity model, no unedited decoy's sentence vector reaches the threshold with
+    any caption of the target's image (numpy on the written vectors, every instance), and
+    every unedited option carries its caption's original text."""
+    originals = {caption["caption_id"]: caption["original"] for caption in dataset.corpus}
+    every = [row for rows in dataset.rows.values() for row in rows]
+    for row in every:
+        for caption_id, edit, original in zip(
+            row["option_caption_ids"], row["option_edits"], row["option_originals"], strict=True
+        ):
+            holds(original == ("" if edit else originals[caption_id]), row["example_id"])
+    threshold = dataset.config.rules.encoder_threshold
+    path = corpus_file(corpus_folder(dataset.directory), SENTENCE_EMBEDDINGS_FILE)
+    holds((threshold is None) != os.path.exists(path), path)
+    if threshold is None:
+        return
+    sentences = np.load(path, mmap_mode="r")
+    row_of = {caption["caption_id"]: r for r, caption in enumerate(dataset.corpus)}
+    image_rows: dict[str, list[int]] = {}
+    for r, caption in enumerate(dataset.corpus):
+        image_rows.setdefault(caption["image_id"], []).append(r)
+    for row in every:
+        decoys = [
+            row_of[caption_id]
+            for caption_id, edit in zip(row["decoy_caption_ids"], row["decoy_edits"], strict=True)
+            if not edit
+        ]
+        own = image_rows[row["image_id"]]
+        cosines = np.asarray(sentences[decoys], np.float64) @ np.asarray(sentences[own]).T
+        holds(cosines.size == 0 or cosines.max() < threshold + 1e-6, row["example_id"])

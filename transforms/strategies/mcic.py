@@ -16,6 +16,7 @@ from transforms.strategies.base import NEIGHBOURS_MAY_FIT
 from transforms.strategies.choose import ChoosingStrategy
 from transforms.strategies.invariants import (
     WrittenDataset,
+    describing,
     holds,
     image_captions,
     nltk_sim_surf,
@@ -67,6 +68,7 @@ def recomputed_algorithm_1(dataset: WrittenDataset) -> None:
     images = np.array([caption["image_id"] for caption in corpus])
     splits = np.array([caption["split"] for caption in corpus])
     captions = image_captions(corpus)
+    describes = describing(dataset)
     every = [row for rows in dataset.rows.values() for row in rows]
     rng = np.random.default_rng(0)
     for index in rng.choice(len(every), size=min(dataset.sample, len(every)), replace=False):
@@ -109,7 +111,11 @@ def recomputed_algorithm_1(dataset: WrittenDataset) -> None:
         chosen: list[str] = []
         for candidate, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
             text = corpus[candidate]["text"]
-            if text not in chosen and valid_decoy(text, captions[images[target]], limit):
+            if (
+                text not in chosen
+                and valid_decoy(text, captions[images[target]], limit)
+                and not describes(int(candidate), images[target])
+            ):
                 chosen.append(text)
                 if len(chosen) == 4:
                     break

