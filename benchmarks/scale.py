@@ -59,11 +59,13 @@ from transforms.corpus.index import build_index
 from transforms.corpus.store import load_corpus
 from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
+from transforms.strategies.invariants import no_decoy_describes_the_image
 from transforms.strategies.registry import STRATEGIES
 
 STAGES = (
     ("pv/train_ms", "PV training"),
     ("pv/infer_ms", "PV inference"),
+    ("sentences/encode_ms", "sentence encoder"),
     ("corpus/encode_and_write_ms", "corpus n-grams + write"),
     ("index/build_ms", "index build"),
     ("neighbourhoods/search_ms", "neighbour search"),
@@ -330,6 +332,7 @@ def check_output(output: str, neighbours: int, decoys: str) -> dict:
     options = GenerateOptions(input="", output=output, neighbours=neighbours, decoys=decoys)
     check_validity(corpus, every, surf_limit=options.surf_limit, sample=500)
     written = written_dataset(options, corpus, rows, sample=50)
+    no_decoy_describes_the_image(written)
     for invariant in strategy.invariants:
         invariant(written)
     return {"instances": len(every), "splits": splits}

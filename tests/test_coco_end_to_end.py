@@ -34,7 +34,7 @@ SURFING_REWORDED = {"a person on a surf board riding a wave", "a man riding a wa
 
 @pytest.mark.slow
 def test_no_coco_decoy_rewords_a_caption_of_its_image(coco_dataset):
-    output, options = coco_dataset
+    output, _ = coco_dataset
     rows = [row for split in SPLITS for row in read_parquet(output, split)]
     surfing = [row for row in rows if row["options"][row["label"]] == SURFING]
     assert surfing  # the target is in the dataset, with decoys
