@@ -62,6 +62,9 @@ from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
 from transforms.strategies.invariants import no_decoy_describes_the_image
 from transforms.strategies.registry import STRATEGIES
 
+# generate's flags of the validity rule that the benchmark passes on: which encoder, and at
+# what threshold (the tests pass a tiny one; the benchmark's own runs take the defaults)
+VALIDITY_FLAGS = ("validity_model", "validity_threshold")
 STAGES = (
     ("pv/train_ms", "PV training"),
     ("pv/infer_ms", "PV inference"),
@@ -149,11 +152,19 @@ class OverBudget(Exception):
 
 
 def generate(
-    corpus: str, output: str, run: Run, neighbours: int, held_out: int, max_rss: int = 0
+    corpus: str,
+    output: str,
+    run: Run,
+    neighbours: int,
+    held_out: int,
+    max_rss: int = 0,
+    validity: dict | None = None,
 ) -> dict:
     """One generate run, timed, its peak RSS sampled. OverBudget when it passes ``max_rss``
-    bytes: a run too large for the machine stops before the machine runs out of memory."""
+    bytes: a run too large for the machine stops before the machine runs out of memory.
+    ``validity``: the validity rule's flags (VALIDITY_FLAGS), where not the defaults."""
     flags = {
+        **(validity or {}),
         "input": corpus,
         "output": output,
         "n_dev": held_out,
@@ -325,11 +336,15 @@ def check_output(output: str, neighbours: int, decoys: str) -> dict:
             "instances": len(split_rows),
             "mean_decoy_sim_pv": float(np.nanmean(sim_pv)) if sim_pv.size else float("nan"),
         }
-    skipped = read_manifest(output)["statistics"]["skipped"]
+    manifest = read_manifest(output)
+    skipped = manifest["statistics"]["skipped"]
     drops = sum(count for key, count in skipped.items() if key.startswith("decoys/"))
     assert sum(split["targets"] for split in splits.values()) + drops == len(corpus)
     every = [row for split_rows in rows.values() for row in split_rows]
-    options = GenerateOptions(input="", output=output, neighbours=neighbours, decoys=decoys)
+    validity = {name: manifest["options"][name] for name in VALIDITY_FLAGS}
+    options = GenerateOptions(
+        input="", output=output, neighbours=neighbours, decoys=decoys, **validity
+    )
     check_validity(corpus, every, surf_limit=options.surf_limit, sample=500)
     written = written_dataset(options, corpus, rows, sample=50)
     no_decoy_describes_the_image(written)
@@ -410,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--neighbours", type=int, default=500)
     parser.add_argument("--output", default="out/benchmark")
+    for name in VALIDITY_FLAGS:  # the generate runs' own, where given (their defaults: its)
+        parser.add_argument(f"--{name}", type=type(getattr(GenerateOptions, name)))
     parser.add_argument(
         "--max_rss_gib",
         type=float,
@@ -426,6 +443,9 @@ def main(argv: list[str] | None = None) -> int:
         "cc3m (closed_sets on its own corpus of 660,000 images x 5 captions)",
     )
     args = parser.parse_args(argv)
+    validity = {
+        name: getattr(args, name) for name in VALIDITY_FLAGS if getattr(args, name) is not None
+    }
     max_rss = int(args.max_rss_gib * 2**30)
     names = args.runs.split(",")
     unknown = [name for name in names if name not in ALL_RUNS]
@@ -443,7 +463,9 @@ def main(argv: list[str] | None = None) -> int:
         output = os.path.join(args.output, name)
         held_out = min(2000, size[0] // 5)  # the paper's 2,000 where the corpus allows
         try:
-            result = generate(corpora[size], output, run, args.neighbours, held_out, max_rss)
+            result = generate(
+                corpora[size], output, run, args.neighbours, held_out, max_rss, validity
+            )
         except OverBudget as stopped:
             seconds, peak = stopped.args
             print(

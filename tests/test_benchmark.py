@@ -21,6 +21,7 @@ import pytest
 from benchmarks import growth, scale
 from pipelines.store.versions import completed_dataset, read_manifest
 from schemas.layout import PARQUET, corpus_folder, shard_pattern
+from tests.support.versions import TINY_ENCODER, TINY_THRESHOLD
 
 
 def cells(line: str) -> list[str]:
@@ -34,6 +35,7 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     output = str(tmp_path / "benchmark")
     argv = ["--num_images", "2000", "--runs", "closed_sets", "--output", output]
+    argv += ["--validity_model", TINY_ENCODER, "--validity_threshold", str(TINY_THRESHOLD)]
     assert scale.main(argv) == 0
     printed = capsys.readouterr().out
     lines = printed.splitlines()

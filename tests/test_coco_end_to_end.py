@@ -26,6 +26,9 @@ def test_coco_val2017_with_default_options(coco_dataset):
     assert len(targets) + sum(statistics["skipped"].values()) == 25014
 
 
+# Both tests read one run, which one worker makes: the other goes on with other tests
+pytestmark = pytest.mark.xdist_group("coco_val2017")
+
 SURFING = "a person riding a surf board on a wave"
 # Two captions of other images that say what SURFING says, in another order: BLEU and PV let
 # them through; the default validity model (the real all-MiniLM-L6-v2 weights) does not.

@@ -11,7 +11,7 @@ import pytest
 from pipelines.generate import run
 from pipelines.optimize import run_search
 from pipelines.options import GenerateOptions
-from tests.support.versions import COCO_VAL2017
+from tests.support.versions import COCO_VAL2017, TINY_ENCODER, TINY_THRESHOLD
 from transforms.search.optimize import (
     mgs_rank,
     neighbourhoods_within,
@@ -76,6 +76,8 @@ def _search_options(corpus, output, **change):
     base = GenerateOptions(
         input=corpus,
         output=output,
+        validity_model=TINY_ENCODER,
+        validity_threshold=TINY_THRESHOLD,
         n_dev=60,
         n_test=40,
         neighbours=60,
