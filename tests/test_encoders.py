@@ -69,6 +69,8 @@ def test_the_identity_is_the_weights_digest_and_the_cards_languages(tiny, tmp_pa
     identity = encoder_identity(str(tiny))
     assert identity.family == "sentence_transformers" and identity.model == str(tiny)
     assert len(identity.sha256) == 64 and identity.languages == ("en",)
+    weights = [path for path in tiny.rglob("*") if path.suffix in (".safetensors", ".bin")]
+    assert identity.bytes == sum(path.stat().st_size for path in weights) > 0
     rebuilt = tiny_encoder(tmp_path / "rebuilt", WORDS)
     other_seed = tiny_encoder(tmp_path / "seed1", WORDS, seed=1)
     assert encoder_identity(str(rebuilt)).sha256 == identity.sha256
@@ -83,7 +85,7 @@ def test_a_model_covers_the_languages_its_card_declares(tmp_path):
     several = encoder_identity(str(tiny_encoder(tmp_path / "two", WORDS, language=["en", "fr"])))
     assert several.languages == ("en", "fr") and several.covers("fr")
     assert not several.covers("ja")
-    assert EncoderIdentity("f", "m", "", ("multilingual",)).covers("ja")
+    assert EncoderIdentity("f", "m", "", 0, ("multilingual",)).covers("ja")
 
 
 def test_an_unknown_family_is_refused_in_one_line(tiny):

@@ -16,7 +16,6 @@ import io
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -26,8 +25,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
 from schemas.layout import SENTENCE_EMBEDDINGS_FILE, SENTENCE_PARTS_DIRECTORY, corpus_file
-from transforms.corpus.encoders.base import WEIGHT_SUFFIXES, SentenceEncoder
-from transforms.corpus.encoders.registry import encoder_identity, load_encoder, resolve_model
+from transforms.corpus.encoders.base import SentenceEncoder
+from transforms.corpus.encoders.registry import encoder_identity, load_encoder
 from transforms.corpus.inference import row_ranges
 from transforms.corpus.store import CorpusRef, read_caption_table, read_npy
 from transforms.errors import InputError
@@ -66,15 +65,6 @@ class EncodedShard(NamedTuple):
     path: str  # float32 (end - start, dim) unit vectors, .npy
 
 
-def weights_bytes(folder: Path) -> int:
-    """The size of a model folder's weight files, which its sha256 covers."""
-    return sum(
-        path.stat().st_size
-        for path in folder.rglob("*")
-        if path.is_file() and path.name.endswith(WEIGHT_SUFFIXES)
-    )
-
-
 def model_checksum(spec: EncoderSpec, language: str) -> dict:
     """The encoder's entry among a version's inputs, so that its weights name the version;
     a caption language its model card does not declare is refused here, before any work."""
@@ -88,7 +78,7 @@ def model_checksum(spec: EncoderSpec, language: str) -> dict:
     return {
         "path": spec.model,
         "sha256": identity.sha256,
-        "bytes": weights_bytes(Path(resolve_model(spec.model))),
+        "bytes": identity.bytes,
         VALIDITY_MODEL: {"family": spec.family, "languages": list(identity.languages)},
     }
 

@@ -28,16 +28,17 @@ MULTILINGUAL = "multilingual"
 class EncoderIdentity:
     family: str  # registry key, e.g. "sentence_transformers"
     model: str  # what the user passed (a name, a folder or a hub id)
-    sha256: str  # of the weight files (weights_sha256): another model, another version
+    sha256: str  # of the weight files (weights_digest): another model, another version
+    bytes: int  # the weight files' size, which the sha256 covers
     languages: tuple[str, ...]  # ISO codes the model card declares; () when it declares none
 
     def covers(self, language: str) -> bool:
         """Whether the model was trained on captions in ``language``; a card declaring no
         language is not refused (unknown), and "multilingual" covers every language.
 
-        >>> EncoderIdentity("f", "m", "", ("en",)).covers("de")
+        >>> EncoderIdentity("f", "m", "", 0, ("en",)).covers("de")
         False
-        >>> EncoderIdentity("f", "m", "", ()).covers("de")
+        >>> EncoderIdentity("f", "m", "", 0, ()).covers("de")
         True
         """
         return not self.languages or language in self.languages or MULTILINGUAL in self.languages
@@ -59,11 +60,11 @@ class SentenceEncoder(ABC):
         """The vectors' size."""
 
 
-def weights_sha256(folder: Path) -> str:
-    """The sha256 over a model folder's weight files in sorted relative-path order, each
-    file's relative path then its bytes: what tells two models apart, whatever their names.
-    Configuration and tokenizer files are left out: they change with library versions that
-    save the same weights."""
+def weights_digest(folder: Path) -> tuple[str, int]:
+    """(sha256, size) of a model folder's weight files: the digest in sorted relative-path
+    order, each file's relative path then its bytes, is what tells two models apart,
+    whatever their names. Configuration and tokenizer files are left out: they change with
+    library versions that save the same weights."""
     weights = sorted(
         path.relative_to(folder).as_posix()
         for path in folder.rglob("*")
@@ -72,13 +73,14 @@ def weights_sha256(folder: Path) -> str:
     if not weights:  # nothing would tell this model from another
         suffixes = ", ".join(f"*{suffix}" for suffix in WEIGHT_SUFFIXES)
         raise InputError(f"{folder}: no weight files ({suffixes}); not a model folder")
-    digest = hashlib.sha256()
+    digest, size = hashlib.sha256(), 0
     for relative in weights:
         digest.update(relative.encode())
         with open(folder / relative, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-    return digest.hexdigest()
+                size += len(block)
+    return digest.hexdigest(), size
 
 
 def card_languages(folder: Path) -> tuple[str, ...]:

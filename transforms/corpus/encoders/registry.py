@@ -15,7 +15,7 @@ from transforms.corpus.encoders.base import (
     EncoderIdentity,
     SentenceEncoder,
     card_languages,
-    weights_sha256,
+    weights_digest,
 )
 from transforms.corpus.encoders.sentence_transformers import SentenceTransformersEncoder
 from transforms.errors import InputError
@@ -89,7 +89,7 @@ def encoder_identity(model: str, family: str = DEFAULT_FAMILY) -> EncoderIdentit
     (the driver's part: hashing the default's 90 MB takes a fraction of a second)."""
     encoder_family(family)
     folder = Path(resolve_model(model))
-    return EncoderIdentity(family, model, weights_sha256(folder), card_languages(folder))
+    return EncoderIdentity(family, model, *weights_digest(folder), card_languages(folder))
 
 
 @functools.cache
