@@ -23,6 +23,7 @@ import dataclasses
 import sys
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
@@ -31,20 +32,97 @@ from pipelines.cli import Command
 from pipelines.options import EvaluateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.store.versions import completed_dataset, read_manifest
-from schemas.layout import STATISTICS_FILE, dataset_path
-from transforms.files import check_location, check_writable, read_json, write_file, write_json
+from schemas.layout import PARQUET, STATISTICS_FILE, dataset_path, shard_pattern
+from transforms.errors import InputError
+from transforms.files import (
+    check_location,
+    check_writable,
+    list_files,
+    read_json,
+    write_file,
+    write_json,
+)
 from transforms.report.plots import accuracy
 from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.features import ReadInstances, read_num_options
 from transforms.trainer.metrics import EVALUATION_SPLITS
 from transforms.vision.evaluation import evaluation_metrics, evaluation_table
-from transforms.vision.zero_shot import ScoreInstances, SharedModel, WriteScores
+from transforms.vision.zero_shot import (
+    UNREADABLE,
+    ScoreInstances,
+    SharedModel,
+    WriteScores,
+    problem_kind,
+)
 
 VISION = "vision"  # the extra Dataflow workers install (through --requirements_file)
 SCORES_FILE = "scores.parquet"
 METRICS_FILE = "metrics.json"
 TABLE_FILE = "table.txt"
 ACCURACY_PLOT = "accuracy.png"
+
+
+def instance_images(dataset: str) -> list[str]:
+    """The ``image_file`` of every dev and test instance: the files the scoring will read."""
+    names: list[str] = []
+    for split in EVALUATION_SPLITS:
+        for path in list_files(shard_pattern(dataset, PARQUET, split)):
+            with FileSystems.open(path, compression_type="uncompressed") as handle:
+                names += pq.read_table(handle, columns=["image_file"]).column(0).to_pylist()
+    return names
+
+
+def present_images(images: str) -> frozenset[str]:
+    """The files under the ``--images`` folder, at any depth, named as instances name them:
+    by their path relative to it. One listing, not a request per image."""
+    folder = images.rstrip("/")
+    return frozenset(path[len(folder) + 1 :] for path in list_files(f"{folder}/**"))
+
+
+def check_images(
+    images: str, wanted: list[str], present: frozenset[str], allow_missing: bool
+) -> None:
+    """Refuses, before the model loads, an ``--images`` folder that holds none of the
+    instances' images (missing, empty, or another folder) and, unless ``allow_missing``, one
+    that lacks most of them: a wrong folder would give a table of ``-`` or of a few images.
+
+    >>> check_images("imgs", ["a.jpg", "b.jpg", "b.jpg"], frozenset({"a.jpg"}), False)
+    Traceback (most recent call last):
+    ...
+    transforms.errors.InputError: --images imgs: 2 of 3 instances' images are missing \
+(e.g. imgs/b.jpg); --allow_missing scores the others
+    >>> check_images("imgs", ["a.jpg", "b.jpg", "b.jpg"], frozenset({"a.jpg"}), True)
+    """
+    if not present:
+        raise InputError(f"--images {images}: no files match (a missing or empty folder)")
+    missing = [name for name in wanted if name not in present]
+    if not missing:
+        return
+    example = FileSystems.join(images, missing[0])
+    if len(missing) == len(wanted):
+        raise InputError(
+            f"--images {images}: none of the {len(wanted)} instances' images is there "
+            f"(e.g. {example})"
+        )
+    if 2 * len(missing) > len(wanted) and not allow_missing:
+        raise InputError(
+            f"--images {images}: {len(missing)} of {len(wanted)} instances' images are missing "
+            f"(e.g. {example}); --allow_missing scores the others"
+        )
+
+
+def check_scored(scores: pa.Table, images: str) -> None:
+    """Refuses a run whose images were all unreadable, as dmc-features refuses files none
+    of which PIL reads: a table without a model row is no evaluation. The example is an
+    unreadable one where there is one (with --allow_missing, others may be missing)."""
+    rows = scores.to_pylist()
+    if rows and not any(row["image_found"] for row in rows):
+        unreadable = (row for row in rows if problem_kind(row["image_problem"]) == UNREADABLE)
+        first = next(unreadable, rows[0])
+        raise InputError(
+            f"--images {images}: no instance's image could be scored (e.g. "
+            f"{FileSystems.join(images, first['image_file'])}: {first['image_problem']})"
+        )
 
 
 def build_pipeline(pipeline: beam.Pipeline, options: EvaluateOptions, dataset: str) -> None:
@@ -65,6 +143,8 @@ def run(options: EvaluateOptions, beam_args: list[str] | None = None) -> dict:
     options.validate()
     check_location(options.output, "output")
     dataset = completed_dataset(options.dataset)  # before the write check creates the output
+    wanted, present = instance_images(dataset), present_images(options.images)
+    check_images(options.images, wanted, present, options.allow_missing)
     check_writable(options.output)
     strategy = read_manifest(dataset)["options"]["decoys"]
     audit = read_json(dataset_path(dataset, STATISTICS_FILE)).get("text_only_audit", {})
@@ -73,6 +153,7 @@ def run(options: EvaluateOptions, beam_args: list[str] | None = None) -> dict:
     counters = run_to_completion(pipeline)
     with FileSystems.open(FileSystems.join(options.output, SCORES_FILE)) as handle:
         scores = pq.read_table(handle)
+    check_scored(scores, options.images)
     metrics = {
         **evaluation_metrics(
             scores,

@@ -12,8 +12,9 @@ import sys
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from PIL import Image
 
-from pipelines.evaluate import SCORES_FILE, TABLE_FILE, run
+from pipelines.evaluate import SCORES_FILE, TABLE_FILE, main, run
 from pipelines.options import EvaluateOptions, GenerateOptions
 from schemas.layout import PARQUET, shard_pattern
 from tests.support.versions import SMALL
@@ -26,6 +27,7 @@ from transforms.vision.contrastive.base import ModelSpec
 from transforms.vision.contrastive.open_clip_model import model_source
 from transforms.vision.contrastive.registry import LIBRARIES, load_model
 from transforms.vision.drawing import write_images
+from transforms.vision.zero_shot import NOT_FOUND
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
@@ -111,7 +113,9 @@ def evaluate(tmp_path_factory):
     """version -> (metrics, scores rows) of the tiny CLIP (random weights unless a
     checkpoint is given) on the version's drawn images."""
 
-    def evaluated(version: str, checkpoint: str = "", images: str = "") -> tuple[dict, list]:
+    def evaluated(
+        version: str, checkpoint: str = "", images: str = "", allow_missing: bool = False
+    ) -> tuple[dict, list]:
         if not checkpoint:
             texts = [option for row in instances(version) for option in row["options"]]
             checkpoint = tiny_clip(str(tmp_path_factory.mktemp("clip")), words(texts))
@@ -121,6 +125,7 @@ def evaluate(tmp_path_factory):
             dataset=version,
             images=images,
             output=output,
+            allow_missing=allow_missing,
             library="transformers",
             checkpoint=checkpoint,
             batch_size=16,
@@ -189,31 +194,118 @@ def test_closed_sets_report_the_set_score(small_closed_sets, evaluate):
     assert "set score" in table
 
 
-def test_missing_images_are_counted_not_dropped(small_dataset, evaluate, tmp_path):
+def image_files(version: str, split: str) -> list[str]:
+    return sorted({row["image_file"] for row in instances(version, (split,))})
+
+
+def instances_of(version: str, files: set[str]) -> int:
+    """How many dev and test instances show one of these images."""
+    return sum(row["image_file"] in files for row in instances(version, EVALUATION_SPLITS))
+
+
+def test_missing_and_unreadable_images_are_counted_apart_not_dropped(
+    small_dataset, evaluate, tmp_path
+):
     version, _ = small_dataset
     images = draw_images(version, str(tmp_path / "images"))
-    dev = sorted({row["image_file"] for row in instances(version, ("dev",))})
+    dev = image_files(version, "dev")
     for name in dev[:3]:
         os.remove(os.path.join(images, name))
     (tmp_path / "images" / dev[3]).write_bytes(b"not an image")
+    Image.new("1", (20000, 20000)).save(tmp_path / "images" / dev[4], "PNG")  # a 50 KB bomb
     metrics, scores = evaluate(version, images=images)
-    gone = set(dev[:4])
-    expected = sum(row["image_file"] in gone for row in instances(version, ("dev",)))
-    assert metrics["images_not_found"]["dev"] == expected
-    assert metrics["images_not_found"]["test"] == 0
-    assert sum(not row["image_found"] for row in scores) == expected  # kept in the scores
-    assert (
-        model_row(metrics)["dev"]["total"]
-        == len([row for row in scores if row["split"] == "dev"]) - expected
-    )
+    missing, unreadable = instances_of(version, set(dev[:3])), instances_of(version, set(dev[3:5]))
+    assert metrics["images_not_found"] == {"dev": missing, "test": 0}
+    assert metrics["images_unreadable"] == {"dev": unreadable, "test": 0}
+    assert [image["file"] for image in metrics["unreadable_images"]] == dev[3:5]
+    bytes_why, bomb_why = (image["why"] for image in metrics["unreadable_images"])
+    assert bytes_why == "not an image format PIL reads" and "decompression bomb" in bomb_why
+    problems = [row["image_problem"] for row in scores]  # kept in the scores, with why
+    assert problems.count(NOT_FOUND) == missing
+    assert problems.count(bytes_why) + problems.count(bomb_why) == unreadable
+    assert sum(not row["image_found"] for row in scores) == missing + unreadable
+    dev_rows = [row for row in scores if row["split"] == "dev"]
+    assert model_row(metrics)["dev"]["total"] == len(dev_rows) - missing - unreadable
     counters = metrics["counters"]
-    assert (
-        sum(v for k, v in counters.items() if "image_missing" in k)
-        + sum(v for k, v in counters.items() if "image_unreadable" in k)
-        == expected
-    )
+    assert sum(v for k, v in counters.items() if k.endswith("image_missing")) == missing
+    assert sum(v for k, v in counters.items() if k.endswith("image_unreadable")) == unreadable
     table = table_text(metrics)
-    assert f"dev {expected}" in table
+    assert f"not found under --images (not scored): dev {missing}, test 0" in table
+    assert f"there but unreadable (not scored): dev {unreadable}, test 0" in table
+    assert f"  {dev[4]}: {bomb_why}" in table
+
+
+def refusal(argv: list[str], capsys) -> str:
+    """What dmc-evaluate says when it refuses: one line on stderr, exit 2."""
+    assert main(argv) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "Traceback" not in error
+    return error
+
+
+def test_an_images_folder_with_none_of_the_images_is_refused_before_any_work(
+    small_dataset, tmp_path, capsys
+):
+    version, _ = small_dataset
+    output = tmp_path / "out"
+    flags = ["--dataset", version, "--output", str(output), "--library", "transformers"]
+    flags += ["--checkpoint", str(tmp_path / "no-model")]  # never loaded: refused before
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "README.txt").write_text("not the images")
+    for folder in ("nonexistent", "empty"):
+        error = refusal([*flags, "--images", str(tmp_path / folder)], capsys)
+        assert (
+            error
+            == f"error: --images {tmp_path / folder}: no files match (a missing or empty folder)"
+        )
+    error = refusal([*flags, "--images", str(tmp_path / "other"), "--allow_missing"], capsys)
+    wanted = len(instances(version, EVALUATION_SPLITS))
+    assert f"none of the {wanted} instances' images is there (e.g. {tmp_path / 'other'}/" in error
+    assert not output.exists()
+
+
+def test_most_images_missing_is_refused_naming_one_unless_allowed(
+    small_dataset, evaluate, tmp_path, capsys
+):
+    version, _ = small_dataset
+    images = draw_images(version, str(tmp_path / "images"))
+    files = sorted(set(image_files(version, "dev")) | set(image_files(version, "test")))
+    gone = files[: len(files) * 3 // 4]
+    for name in gone:
+        os.remove(os.path.join(images, name))
+    missing, wanted = instances_of(version, set(gone)), len(instances(version, EVALUATION_SPLITS))
+    assert 2 * missing > wanted
+    output = tmp_path / "out"
+    flags = ["--dataset", version, "--images", images, "--output", str(output)]
+    error = refusal([*flags, "--library", "transformers", "--checkpoint", "no-model"], capsys)
+    first = next(
+        r["image_file"] for r in instances(version, EVALUATION_SPLITS) if r["image_file"] in gone
+    )
+    assert error == (
+        f"error: --images {images}: {missing} of {wanted} instances' images are missing "
+        f"(e.g. {os.path.join(images, first)}); --allow_missing scores the others"
+    )
+    assert not output.exists()
+
+    metrics, scores = evaluate(version, images=images, allow_missing=True)
+    assert sum(metrics["images_not_found"].values()) == missing
+    assert sum(row["image_found"] for row in scores) == wanted - missing
+    assert (
+        sum(model_row(metrics)[split]["total"] for split in EVALUATION_SPLITS) == wanted - missing
+    )
+
+
+def test_images_none_of_which_decodes_are_refused(small_dataset, evaluate, tmp_path):
+    version, _ = small_dataset
+    images = draw_images(version, str(tmp_path / "images"))
+    for name in os.listdir(images):
+        (tmp_path / "images" / name).write_bytes(b"not an image")
+    with pytest.raises(
+        InputError,
+        match=r"no instance.s image could be scored \(e.g. .*: not an image format PIL reads\)$",
+    ):
+        evaluate(version, images=images)
 
 
 @pytest.mark.slow
@@ -229,8 +321,6 @@ def test_every_strategy_evaluates(decoys, strategy_dataset, evaluate):
 
 def fine_tune(checkpoint: str, version: str, images: str, steps: int) -> str:
     """A few steps of CLIP's contrastive loss over the train split's image-target pairs."""
-    from PIL import Image
-
     model = transformers.CLIPModel.from_pretrained(checkpoint)
     tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint)
     processor = transformers.AutoImageProcessor.from_pretrained(checkpoint)

@@ -1,5 +1,7 @@
-"""Feature building: concept bags from other captions only, user features matched or refused."""
+"""Feature building: concept bags from other captions only, user features matched or refused;
+image files decoded the one way dmc-features and dmc-evaluate share."""
 
+import io
 import pathlib
 import re
 
@@ -7,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from PIL import Image
 
 from transforms.errors import InputError
 from transforms.trainer.features import (
@@ -16,6 +19,15 @@ from transforms.trainer.features import (
     random_projection,
     read_image_features,
 )
+from transforms.vision.features import read_image
+from transforms.vision.zero_shot import NOT_FOUND, find_image
+
+
+def write_bomb(path: pathlib.Path) -> pathlib.Path:
+    """A real decompression bomb: 20000 x 20000 pixels (over twice PIL's limit) of one bit
+    each, all zero, which PNG's deflate packs into about 50 KB."""
+    Image.new("1", (20000, 20000)).save(path)
+    return path
 
 
 def test_concept_features_come_from_the_images_other_captions_only():
@@ -109,3 +121,25 @@ def test_empty_feature_vectors_are_refused_when_read(tmp_path):
     assert str(raised.value) == (
         f"{parquet}: every feature vector is empty: give at least one value each"
     )
+
+
+def test_a_bad_image_file_is_a_reason_for_both_commands_never_a_crash(tmp_path):
+    bomb = write_bomb(tmp_path / "bomb.png")
+    assert bomb.stat().st_size < 100_000
+    (tmp_path / "bytes.jpg").write_bytes(b"not an image")
+    whole = io.BytesIO()
+    Image.effect_noise((64, 48), 50).save(whole, "JPEG")
+    (tmp_path / "whole.jpg").write_bytes(whole.getvalue())
+    (tmp_path / "truncated.jpg").write_bytes(whole.getvalue()[: len(whole.getvalue()) // 2])
+
+    why = read_image(str(bomb))  # what dmc-features skips and lists
+    assert why.startswith("Image size (400000000 pixels) exceeds limit")
+    assert "decompression bomb" in why
+    assert read_image(str(tmp_path / "bytes.jpg")) == "not an image format PIL reads"
+    assert read_image(str(tmp_path / "truncated.jpg")).startswith("image file is truncated")
+    picture = read_image(str(tmp_path / "whole.jpg"))
+    assert isinstance(picture, Image.Image) and (picture.mode, picture.size) == ("RGB", (64, 48))
+
+    for name in ("bomb.png", "bytes.jpg", "truncated.jpg"):  # dmc-evaluate's: the same reason
+        assert find_image(str(tmp_path / name)) == read_image(str(tmp_path / name))
+    assert find_image(str(tmp_path / "gone.jpg")) == NOT_FOUND

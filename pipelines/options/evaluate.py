@@ -26,6 +26,12 @@ class EvaluateOptions:
         "where scores.parquet, metrics.json, table.txt and accuracy.png are written",
         group=Group.IO,
     )
+    allow_missing: bool = option(
+        False,
+        "score the instances whose image is there even when more than half are missing "
+        "(without it, that is an error naming one)",
+        group=Group.IO,
+    )
     library: str = option(
         DEFAULT_LIBRARY,
         "which library loads the contrastive model",

@@ -4,6 +4,7 @@ audit, the image margin and, for closed sets, the set score.
 The metrics have the trainer's shape (``transforms.trainer.metrics``: ``num_options``,
 ``chance``, ``models`` rows with dev/test results), so its table and plot read them; the
 text-only rows are the ones ``generate`` audited the version with (its statistics.json).
+An instance whose image was not scored is counted by why: not found, or unreadable.
 """
 
 import pyarrow as pa
@@ -15,6 +16,9 @@ from transforms.trainer.metrics import (
     set_table,
     split_result,
 )
+from transforms.vision.zero_shot import MISSING, UNREADABLE, problem_kind
+
+SHOWN_UNREADABLE = 5  # unreadable images named in the table; metrics.json lists them all
 
 
 def split_rows(scores: pa.Table) -> dict[str, list[dict]]:
@@ -63,11 +67,36 @@ def image_margin(model: dict, text_rows: list[dict]) -> dict:
     return margins
 
 
+def problem_counts(by_split: dict[str, list[dict]], kind: str) -> dict[str, int]:
+    """Per split, the instances whose image was not scored for this kind of problem."""
+    return {
+        split: sum(problem_kind(r["image_problem"]) == kind for r in rows)
+        for split, rows in by_split.items()
+    }
+
+
+def unreadable_images(rows: list[dict]) -> list[dict]:
+    """Each image file that was there but could not be decoded, once, with PIL's reason.
+
+    >>> unreadable_images([{"image_file": "b.png", "image_problem": "not an image"},
+    ...                    {"image_file": "a.png", "image_problem": "not found"},
+    ...                    {"image_file": "b.png", "image_problem": "not an image"}])
+    [{'file': 'b.png', 'why': 'not an image'}]
+    """
+    why = {r["image_file"]: r["image_problem"] for r in rows}
+    return [
+        {"file": name, "why": reason}
+        for name, reason in sorted(why.items())
+        if problem_kind(reason) == UNREADABLE
+    ]
+
+
 def evaluation_metrics(
     scores: pa.Table, *, name: str, audit: dict, strategy: str, num_options: int, sets: bool
 ) -> dict:
     """The metrics file: the model's row after the audit's text-only rows, chance 1/k, the
-    image margin, the strategy, and the instances without an image per split."""
+    image margin, the strategy, and per split the instances whose image was not found or
+    could not be decoded (those files listed with PIL's reason)."""
     by_split = split_rows(scores)
     model = model_row(name, by_split, sets)
     text_rows = [row for row in audit.get("models", []) if row["input"] == "text"]
@@ -77,15 +106,15 @@ def evaluation_metrics(
         "chance": 1 / num_options,
         "models": [*text_rows, model],
         "image_margin": image_margin(model, text_rows),
-        "images_not_found": {
-            split: sum(not r["image_found"] for r in rows) for split, rows in by_split.items()
-        },
+        "images_not_found": problem_counts(by_split, MISSING),
+        "images_unreadable": problem_counts(by_split, UNREADABLE),
+        "unreadable_images": unreadable_images(scores.to_pylist()),
     }
 
 
 def evaluation_table(metrics: dict) -> str:
     """The trainer's Table 3 shape for the model and the text-only rows, then the image
-    margin, the set score (closed sets) and the instances left without an image."""
+    margin, the set score (closed sets) and the instances left without an image, by why."""
     lines = [f"strategy: {metrics['strategy']} ({metrics['num_options']} options)", ""]
     lines.append(metrics_table(metrics))
     for split, margin in metrics["image_margin"].items():
@@ -96,8 +125,15 @@ def evaluation_table(metrics: dict) -> str:
     sets = set_table(metrics)
     if sets:
         lines += ["", sets]
-    missing = metrics["images_not_found"]
-    if any(missing.values()):
-        counts = ", ".join(f"{split} {count}" for split, count in missing.items())
-        lines.append(f"instances whose image was not found under --images (not scored): {counts}")
+    for key, what in (
+        ("images_not_found", "was not found under --images"),
+        ("images_unreadable", "is there but unreadable"),
+    ):
+        if any(metrics[key].values()):
+            counts = ", ".join(f"{split} {count}" for split, count in metrics[key].items())
+            lines.append(f"instances whose image {what} (not scored): {counts}")
+    unreadable = metrics["unreadable_images"]
+    lines += [f"  {image['file']}: {image['why']}" for image in unreadable[:SHOWN_UNREADABLE]]
+    if len(unreadable) > SHOWN_UNREADABLE:
+        lines.append(f"  ... {len(unreadable)} unreadable images in all, listed in metrics.json")
     return "\n".join(lines)

@@ -4,8 +4,9 @@ Each image file is read through Beam's filesystems (local or gs://), decoded (PI
 preprocessed by the encoder's own transforms; the pixels are batched and encoded by the
 model, loaded once per worker process (``Shared``). An image is named by its file's base
 name ("COCO_train2014_000000000009.jpg"), which dmc-train matches against the dataset's
-file names. A file that cannot be decoded is skipped, counted (``features/unreadable``)
-and listed with the reason, never dropped in silence.
+file names. A file that cannot be decoded (a decompression bomb included) is skipped,
+counted (``features/unreadable``) and listed with the reason, never dropped in silence.
+``read_image`` is the one way both dmc-features and dmc-evaluate read an image file.
 """
 
 import io
@@ -54,8 +55,9 @@ def check_image_ids(paths: list[str]) -> None:
 
 
 def decode(data: bytes) -> Image.Image:
-    """The file's picture in RGB; PIL's OSError (not an image, truncated) or ValueError if
-    it is none."""
+    """The file's picture in RGB; PIL's OSError (not an image, truncated), ValueError or
+    DecompressionBombError (over twice ``Image.MAX_IMAGE_PIXELS``: a tiny file that would
+    take gigabytes decoded) if it is none."""
     picture = Image.open(io.BytesIO(data))
     picture.load()
     return picture.convert("RGB")
@@ -72,6 +74,21 @@ def unreadable_reason(error: Exception) -> str:
     if isinstance(error, Image.UnidentifiedImageError):  # its message names a buffer's address
         return "not an image format PIL reads"
     return first_line(error)
+
+
+def read_image(path: str) -> Image.Image | str:
+    """The file's picture in RGB, or why PIL cannot read it (not an image, truncated, a
+    decompression bomb): a bad file is its caller's to count, not a crash. A file the
+    filesystem cannot give (permissions, network) is an InputError naming it: the run stops.
+    """
+    try:
+        data = read_file(path)
+    except Exception as error:  # each filesystem raises its own: the run stops, naming it
+        raise InputError(f"{path}: cannot read it: {storage_problem(error)}") from error
+    try:
+        return decode(data)
+    except (OSError, ValueError, Image.DecompressionBombError) as error:
+        return unreadable_reason(error)
 
 
 def features_table(rows: list[tuple[str, np.ndarray]]) -> pa.Table:
@@ -114,16 +131,10 @@ class _Decode(beam.DoFn):
 
     def process(self, path: str):
         self._progress.advance(1)
-        try:
-            data = read_file(path)
-        except Exception as error:  # each filesystem raises its own: the run stops, naming it
-            raise InputError(f"{path}: cannot read it: {storage_problem(error)}") from error
-        try:
-            picture = decode(data)
-        except (OSError, ValueError, Image.DecompressionBombError) as error:
+        picture = read_image(path)
+        if isinstance(picture, str):
             self._unreadable.inc()
-            why = unreadable_reason(error)
-            yield beam.pvalue.TaggedOutput(SKIPPED, {"file": path, "why": why})
+            yield beam.pvalue.TaggedOutput(SKIPPED, {"file": path, "why": picture})
             return
         yield image_id(path), self._model.preprocess(picture)
 

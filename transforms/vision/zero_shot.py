@@ -4,7 +4,8 @@ Each dev and test instance's image (``--images`` / its ``image_file``) and each 
 options are encoded as unit vectors; an option's score is its cosine with the image and
 the argmax is the model's answer. Options are texts however they were built, so edited
 options (forced choice) are scored like captions. An instance whose image is missing or
-unreadable is kept in the scores with ``image_found`` false and counted
+unreadable (decoded as dmc-features decodes one: a decompression bomb is unreadable) is
+kept in the scores with ``image_found`` false and its ``image_problem``, and counted
 (``evaluate/image_missing``, ``evaluate/image_unreadable``): never silently dropped.
 
 The model is loaded once per worker process (a shared handle); instances are scored in
@@ -30,10 +31,12 @@ from transforms.files import write_file
 from transforms.trainer.metrics import EVALUATION_SPLITS
 from transforms.vision.contrastive.base import ContrastiveModel, ModelSpec
 from transforms.vision.contrastive.registry import load_model
-from transforms.vision.features import decode
+from transforms.vision.features import read_image
 
 NAMESPACE = "evaluate"
-MISSING, UNREADABLE = "image_missing", "image_unreadable"
+# the counters: the instances scored, and those whose image was not, by kind of problem
+SCORED, MISSING, UNREADABLE = "scored", "image_missing", "image_unreadable"
+NOT_FOUND = "not found"  # a missing image's image_problem; an unreadable one's is PIL's reason
 
 SCORES_SCHEMA = pa.schema(
     [
@@ -41,7 +44,8 @@ SCORES_SCHEMA = pa.schema(
         pa.field("split", pa.string()),
         pa.field("image_id", pa.string()),
         pa.field("image_file", pa.string()),
-        pa.field("image_found", pa.bool_()),
+        pa.field("image_found", pa.bool_()),  # the image was decoded and scored
+        pa.field("image_problem", pa.string()),  # why not: NOT_FOUND or PIL's reason; "" if so
         pa.field("scores", pa.list_(pa.float64())),  # per option, in the instance's order
         pa.field("answer", pa.int64()),  # argmax of scores; -1 without an image
         pa.field("label", pa.int64()),
@@ -62,15 +66,23 @@ class SharedModel:
         return self.shared.acquire(lambda: load_model(self.spec), tag=repr(self.spec))
 
 
-def read_image(path: str) -> Image.Image | str:
-    """The decoded image (as dmc-features decodes one), or why not (MISSING, UNREADABLE)."""
+def find_image(path: str) -> Image.Image | str:
+    """The decoded image (as dmc-features decodes one), or why not: NOT_FOUND or the reason
+    PIL could not read it."""
     if not FileSystems.exists(path):
-        return MISSING
-    try:
-        with FileSystems.open(path, compression_type="uncompressed") as handle:
-            return decode(handle.read())
-    except (OSError, ValueError):  # decode's: not an image, truncated
-        return UNREADABLE
+        return NOT_FOUND
+    return read_image(path)
+
+
+def problem_kind(problem: str) -> str:
+    """The counter of an instance by its ``image_problem`` ("": none, it was scored).
+
+    >>> problem_kind(""), problem_kind(NOT_FOUND), problem_kind("not an image format PIL reads")
+    ('scored', 'image_missing', 'image_unreadable')
+    """
+    if not problem:
+        return SCORED
+    return MISSING if problem == NOT_FOUND else UNREADABLE
 
 
 def answer(scores: np.ndarray) -> int:
@@ -91,16 +103,19 @@ def option_scores(images: np.ndarray, options: np.ndarray) -> np.ndarray:
     return np.einsum("nd,nkd->nk", images, options)
 
 
-def score_row(instance: dict, scores: np.ndarray | None) -> dict:
-    """The scores file's row of an instance (``scores`` None: its image was not found)."""
-    chosen = -1 if scores is None else answer(scores)
+def score_row(instance: dict, scored: np.ndarray | str) -> dict:
+    """The scores file's row of an instance: ``scored`` its options' scores, or why its image
+    was not scored."""
+    found = not isinstance(scored, str)
+    chosen = answer(scored) if found else -1
     return {
         "example_id": instance["example_id"],
         "split": instance["split"],
         "image_id": instance["image_id"],
         "image_file": instance["image_file"],
-        "image_found": scores is not None,
-        "scores": [] if scores is None else [float(score) for score in scores],
+        "image_found": found,
+        "image_problem": "" if found else scored,
+        "scores": [float(score) for score in scored] if found else [],
         "answer": chosen,
         "label": int(instance["label"]),
         "correct": chosen == int(instance["label"]),
@@ -132,14 +147,15 @@ def score_instances(
         num_options = len(instances[found[0]]["options"])
         option_vectors = model.encode_texts(texts).reshape(len(found), num_options, -1)
         scores = dict(zip(found, option_scores(image_vectors, option_vectors), strict=True))
-    return [score_row(instance, scores.get(k)) for k, instance in enumerate(instances)]
+    # an instance without scores gets why its image was not scored
+    return [score_row(instance, scores.get(k, images[k])) for k, instance in enumerate(instances)]
 
 
 class _Score(beam.DoFn):
     def __init__(self, model: SharedModel, images: str):
         self._model, self._images = model, images
         self._counters = {
-            why: Metrics.counter(NAMESPACE, why) for why in (MISSING, UNREADABLE, "scored")
+            kind: Metrics.counter(NAMESPACE, kind) for kind in (SCORED, MISSING, UNREADABLE)
         }
 
     def setup(self):
@@ -147,11 +163,12 @@ class _Score(beam.DoFn):
 
     def process(self, batch: list[dict]):
         images = [
-            read_image(FileSystems.join(self._images, instance["image_file"])) for instance in batch
+            find_image(FileSystems.join(self._images, instance["image_file"])) for instance in batch
         ]
-        for image in images:
-            self._counters["scored" if isinstance(image, Image.Image) else image].inc()
-        yield from score_instances(batch, images, self._loaded)
+        rows = score_instances(batch, images, self._loaded)
+        for row in rows:
+            self._counters[problem_kind(row["image_problem"])].inc()
+        yield from rows
 
 
 class ScoreInstances(beam.PTransform):
