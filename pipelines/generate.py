@@ -59,7 +59,7 @@ from schemas.records import SKIPPED
 from schemas.tf_example import tfrecord_feature_spec
 from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.pv_training import TrainParagraphVectors
-from transforms.corpus.read import check_distinct_contents, expand_inputs
+from transforms.corpus.read import check_distinct_contents, check_outside, expand_inputs
 from transforms.corpus.sentences import EncodeCaptions, model_checksum
 from transforms.dataset.instances import BuildInstances
 from transforms.dataset.statistics import WriteSkips, table_one
@@ -193,6 +193,7 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     beam_args = beam_args or []
     check_location(options.output, "output")
     inputs = expand_inputs(options.input)
+    check_outside(inputs, options.output)
     check_output(options.output)
     options = options.with_language(inputs)
     checksums = input_checksums(options, inputs)

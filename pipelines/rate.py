@@ -26,6 +26,7 @@ import io
 import json
 import os
 import sys
+from collections.abc import Iterable
 from functools import partial
 
 from apache_beam.io.filesystems import FileSystems
@@ -147,6 +148,15 @@ def question_order(items: list[dict], seed: int) -> list[dict]:
     return sorted(items, key=lambda item: (keyed_int(seed, item["example_id"]), item["example_id"]))
 
 
+def csv_bytes(rows: Iterable[list]) -> bytes:
+    """UTF-8 CSV with CRLF line ends (RFC 4180). The csv module quotes a field holding a
+    character of its line terminator, so with CRLF a field holding a lone CR or LF is quoted
+    too; with "\\n" alone, a CR would be written bare and end the record for every reader."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerows(rows)
+    return buffer.getvalue().encode("utf-8")
+
+
 def crowd_csv(questions: list[dict], seed: int, image_base_url: str) -> tuple[bytes, int]:
     """(crowd.csv, rows without an image address): one row per question, its options as
     columns in a seeded order, each beside its index in the dataset's order, which is what
@@ -155,23 +165,20 @@ def crowd_csv(questions: list[dict], seed: int, image_base_url: str) -> tuple[by
     header = ["example_id", "image_url", "num_options"]
     header += [f"option_{i}" for i in range(1, width + 1)]
     header += [f"option_{i}_index" for i in range(1, width + 1)]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    no_image = 0
+    rows, no_image = [header], 0
     for item in questions:
         url = image_base_url + item["image_file"] if image_base_url else item["image_url"]
         no_image += not url
         order = keyed_rng(seed, f"crowd:{item['example_id']}").permutation(len(item["options"]))
         blanks = [""] * (width - len(order))
-        writer.writerow(
+        rows.append(
             [item["example_id"], url, len(order)]
             + [item["options"][i] for i in order]
             + blanks
             + [int(i) for i in order]
             + blanks
         )
-    return buffer.getvalue().encode("utf-8"), no_image
+    return csv_bytes(rows), no_image
 
 
 def export(options: RateExportOptions) -> str:
@@ -278,14 +285,9 @@ def answer_files(patterns: str) -> list[str]:
 
 
 def answers_csv(answers: list[Answer]) -> bytes:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["rater", "example_id", "option", "seconds", "source"])
-    for answer in answers:
-        writer.writerow(
-            [answer.rater, answer.example_id, answer.option, answer.seconds, answer.where]
-        )
-    return buffer.getvalue().encode("utf-8")
+    header = ["rater", "example_id", "option", "seconds", "source"]
+    rows = [[a.rater, a.example_id, a.option, a.seconds, a.where] for a in answers]
+    return csv_bytes([header, *rows])
 
 
 def read_answer_files(paths: list[str], job: str) -> tuple[list[Answer], list[str], list[dict]]:
@@ -455,7 +457,7 @@ def filter_version(options: RateFilterOptions) -> str:
     report = parse_json(report_path, report_data)
     results = [
         parse_json(f"{results_path}: line {number}", line)
-        for number, line in enumerate(results_data.decode("utf-8").splitlines(), 1)
+        for number, line in enumerate(results_data.decode("utf-8").split("\n"), 1)
         if line
     ]
     raters, split, source = report["raters"], report["split"], report["dataset"]

@@ -18,6 +18,7 @@ Example (Parquet row / TFRecord features / text line carry the same values)::
      "options": ["a woman stands in the dining area", ...], "label": 2, ...}
 """
 
+import re
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -103,24 +104,68 @@ def option_set(instance: dict) -> str:
     return " ".join(sorted(instance["option_caption_ids"]))
 
 
+# The MCIC text format is tab-separated lines: a raw tab or line break in a value would shift
+# every field after it. So every value is escaped: backslash, tab, LF, CR and NUL as \\ \t \n
+# \r \0; every other control character (C0, DEL, C1) and U+2028/U+2029, where str.splitlines
+# breaks lines, as \uXXXX. Other text is written as it is (docs/output.md).
+_SHORT_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0"}
+_SHORT_UNESCAPES = {escape[1]: char for char, escape in _SHORT_ESCAPES.items()}
+_NEEDS_ESCAPE = re.compile(r"[\\\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.?)", re.DOTALL)
+MCIC_KEYS = (*(f"answer_{i}" for i in range(MCIC_OPTIONS)), "image", "example_id", "reference")
+
+
+def escape_text(value: str) -> str:
+    r"""``value`` with nothing left in it that ends a field or a line of a text format.
+
+    >>> escape_text("a\tb\\c\u2028")
+    'a\\tb\\\\c\\u2028'
+    """
+    return _NEEDS_ESCAPE.sub(
+        lambda found: _SHORT_ESCAPES.get(found[0], f"\\u{ord(found[0]):04x}"), value
+    )
+
+
+def unescape_text(value: str) -> str:
+    r"""Inverse of :func:`escape_text`; an escape it never writes is a ValueError.
+
+    >>> unescape_text(r"a\tb\\c\u2028") == "a\tb\\c\u2028"
+    True
+    """
+
+    def one(found: re.Match) -> str:
+        code = found[1]
+        if len(code) == 5:  # u and four hex digits
+            return chr(int(code[1:], 16))
+        if code not in _SHORT_UNESCAPES:
+            raise ValueError(f"unknown escape {found[0]!r} in {value[:80]!r}")
+        return _SHORT_UNESCAPES[code]
+
+    return _ESCAPE.sub(one, value)
+
+
 def mcic_line(instance: dict) -> str:
     """The published MCIC-COCO text format (github.com/google/mcic-coco): five options only.
 
     ``answer_0..answer_4, image, example_id, reference``, tab-separated
-    ``key=value`` pairs; ``reference`` is the label.
+    ``key=value`` pairs; ``reference`` is the label. Values are escaped
+    (:func:`escape_text`): a tab or line break in a file name cannot break the line.
     """
-    fields = [f"answer_{i}={option}" for i, option in enumerate(instance["options"])]
-    fields += [
-        f"image={instance['image_file']}",
-        f"example_id={instance['example_id']}",
-        f"reference={instance['label']}",
-    ]
-    return "\t".join(fields)
+    texts = [*instance["options"], instance["image_file"], instance["example_id"]]
+    fields = [f"{key}={escape_text(text)}" for key, text in zip(MCIC_KEYS[:-1], texts, strict=True)]
+    return "\t".join([*fields, f"reference={instance['label']}"])
 
 
 def parse_mcic_line(line: str) -> dict:
-    """Inverse of :func:`mcic_line`, for readers of the text files."""
-    values = dict(field.split("=", 1) for field in line.rstrip("\n").split("\t"))
+    """Inverse of :func:`mcic_line`, for readers of the text files. A malformed line is a
+    ValueError saying what is wrong; the caller names the file and line."""
+    pairs = [field.partition("=") for field in line.rstrip("\n").split("\t")]
+    if tuple(key for key, _, _ in pairs) != MCIC_KEYS or not all(eq for _, eq, _ in pairs):
+        raise ValueError(
+            f"not an MCIC line (tab-separated {', '.join(MCIC_KEYS)}, each key=value): "
+            f"{line[:80]!r}"
+        )
+    values = {key: unescape_text(value) for key, _, value in pairs}
     return {
         "options": [values[f"answer_{i}"] for i in range(MCIC_OPTIONS)],
         "image_file": values["image"],

@@ -70,6 +70,58 @@ def test_bad_input_names_file_and_record(data, message):
     assert str(raised.value).startswith(message)
 
 
+def _coco_with_file_name(file_name: str) -> bytes:
+    images = [COCO["images"][0], {"id": 8, "file_name": file_name}]
+    return json.dumps({**COCO, "images": images}).encode()
+
+
+@pytest.mark.parametrize(
+    ("file_name", "code"),
+    [
+        ("8\t.jpg", "U+0009"),
+        ("8\n.jpg", "U+000A"),
+        ("8.jpg\r", "U+000D"),
+        ("\x008.jpg", "U+0000"),
+        ("8\x1b.jpg", "U+001B"),
+        ("8\x85.jpg", "U+0085"),
+        ("8\u2028.jpg", "U+2028"),
+        ("8\u2029.jpg", "U+2029"),
+    ],
+    ids=ascii,
+)
+def test_a_coco_file_name_with_a_control_character_is_refused_naming_file_and_image(
+    file_name, code
+):
+    """Refused when the images are read, before any caption is, in one line naming the file
+    and the image: a tab or line break would otherwise break the text files at the end."""
+    with pytest.raises(InputError) as raised:
+        next(parse_captions("in.json", _coco_with_file_name(file_name)))
+    message = str(raised.value)
+    assert message.startswith(f"in.json: images[1] (id 8): the image file name {file_name!r} ")
+    assert f"holds a control character ({code})" in message
+    assert len(message.splitlines()) == 1
+
+
+def test_a_flickr_file_name_with_a_control_character_is_refused_naming_file_and_line():
+    data = b"1.jpg#0\tA dog.\n2\x00.jpg#0\tA cat.\n"
+    with pytest.raises(InputError, match=r"^in\.txt: line 2: the image file name '2\\x00\.jpg'"):
+        _parse(data, "in.txt")
+
+
+def test_cli_refuses_a_tab_in_a_coco_file_name_in_one_line_before_any_work(tmp_path, capsys):
+    bad = tmp_path / "captions_bad.json"
+    bad.write_bytes(_coco_with_file_name("8\t.jpg"))
+    output = tmp_path / "out"
+    code, err = _run_cli(capsys, "--input", str(bad), "--output", str(output))
+    assert code == 2
+    assert err == (
+        f"error: {bad}: images[1] (id 8): the image file name '8\\t.jpg' holds a control "
+        "character (U+0009); file names cannot hold tabs, line breaks or other control "
+        "characters: rename the image\n"
+    )
+    assert not list(output.glob("versions/*"))  # refused before a version was begun
+
+
 def test_missing_input_names_the_pattern(tmp_path):
     with pytest.raises(InputError, match=r"nothing_here\.json: no such file"):
         expand_inputs(str(tmp_path / "nothing_here.json"))

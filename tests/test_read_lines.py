@@ -6,7 +6,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.generate import input_checksums
+from pipelines.generate import input_checksums, main
 from pipelines.options import GenerateOptions
 from pipelines.store.versions import version_name
 from schemas.records import RawCaption
@@ -90,12 +90,30 @@ def test_bad_caption_files_are_named_in_one_line(data, message):
         (b"a.jpg\n\nb.jpg\n", "images.txt: line 2: empty; one image file name a line"),
         (b"a.jpg\nb.jpg\na.png\n", "images.txt: line 3: a.png has the image id a of line 1"),
         (b"a.jpg\n\xff.jpg\n", "images.txt: line 2: not UTF-8"),
+        (b"a.jpg\nb\rc.jpg\n", r"images.txt: line 2: the image file name 'b\rc.jpg' holds a"),
+        (b"a.jpg\rb.jpg\r", r"images.txt: line 1: the image file name 'a.jpg\rb.jpg' holds"),
+        (b"a.jpg\nb\tc.jpg\n", r"images.txt: line 2: the image file name 'b\tc.jpg' holds a"),
+        ("a.jpg\nb\u2028.jpg\n".encode(), "images.txt: line 2: the image file name 'b\\u2028"),
     ],
 )
 def test_bad_image_lists_are_named_in_one_line(data, message):
     with pytest.raises(InputError) as raised:
         parse_image_list("images.txt", data)
     assert str(raised.value).startswith(message)
+    assert "\n" not in str(raised.value)
+
+
+def test_cli_refuses_a_cr_in_an_image_list_in_one_line_before_any_work(tmp_path, capsys):
+    paths = _write(tmp_path, {"images.txt": "a.jpg\nb\r.jpg\n", "captions.de": "Eins.\nZwei.\n"})
+    output = tmp_path / "out"
+    argv = ["--input", paths["captions.de"], "--output", str(output), "--input_format", LINES]
+    assert main([*argv, "--images", paths["images.txt"]]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {paths['images.txt']}: line 2: the image file name 'b\\r.jpg' holds a control "
+        "character (U+000D); file names cannot hold tabs, line breaks or other control "
+        "characters: rename the image\n"
+    )
+    assert not list(output.glob("versions/*"))  # refused before a version was begun
 
 
 def test_a_wrong_line_count_fails_the_pipeline_naming_both_files(tmp_path):

@@ -17,6 +17,7 @@ every file describes the same images by design.
 import gzip
 import itertools
 import os
+import re
 from collections.abc import Iterable, Iterator
 
 import apache_beam as beam
@@ -58,6 +59,22 @@ def expand_inputs(spec: str) -> list[str]:
                 f"{path}: is a directory; --input takes files or globs such as {path}/*.json"
             )
     return sorted(paths)
+
+
+def check_outside(inputs: list[str], output: str) -> None:
+    """An --input glob reaching into --output would read the versions' own files (the root
+    card, the MCIC text files) as captions: refused, naming one of them."""
+
+    def absolute(path: str) -> str:
+        return path if FileSystems.get_scheme(path) else os.path.abspath(path)
+
+    folder = absolute(output).rstrip("/") + "/"
+    inside = [path for path in inputs if absolute(path).startswith(folder)]
+    if inside:
+        raise InputError(
+            f"--input matches {len(inside)} files under --output {output} (e.g. {inside[0]}): "
+            "the versions' own files are no captions; give --input globs that leave it out"
+        )
 
 
 def check_distinct_contents(checksums: list[dict]) -> None:
@@ -117,6 +134,30 @@ def parse_captions(path: str, data: bytes) -> Iterator[RawCaption]:
     return _parse_flickr(path, text)
 
 
+# What an image file name cannot hold: the C0 and C1 controls (tab, CR, LF, NUL...), DEL and
+# the line and paragraph separators. No real image is named so, and in a name they would break
+# the lines of the text formats written from it, and of the tools that read them.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def check_image_name(path: str, record: str, name: str) -> None:
+    r"""An image file name holding a control character is refused, naming the file and
+    record, when the input is read: not found at the end of the run in broken files.
+
+    >>> check_image_name("images.txt", "line 2", "a\rb.jpg")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    transforms.errors.InputError: images.txt: line 2: the image file name 'a\rb.jpg' holds ...
+    """
+    found = _CONTROL.search(name)
+    if found:
+        raise InputError(
+            f"{path}: {record}: the image file name {name[:80]!r} holds a control character "
+            f"(U+{ord(found[0]):04X}); file names cannot hold tabs, line breaks or other "
+            "control characters: rename the image"
+        )
+
+
 def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
     document = parse_json(path, text, dict, "a COCO captions file")
     for key in ("images", "annotations"):
@@ -128,6 +169,7 @@ def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
     for index, image in enumerate(document["images"]):
         require_keys(path, f"images[{index}]", image, ("id", "file_name"))
         image_id = str(image["id"])
+        check_image_name(path, f"images[{index}] (id {image_id})", str(image["file_name"]))
         first = images.setdefault(image_id, image)
         if first["file_name"] != image["file_name"]:
             raise InputError(
@@ -179,6 +221,7 @@ def _parse_flickr(path: str, text: str) -> Iterator[RawCaption]:
                 f"{path}: line {line_number}: expected '<image file>#<k><TAB><caption>' "
                 f"(Flickr token format), got {line[:80]!r}"
             )
+        check_image_name(path, f"line {line_number}", file_name)
         yield RawCaption(
             caption_id=key,
             image_id=file_name,
@@ -215,6 +258,7 @@ def parse_image_list(path: str, data: bytes) -> list[str]:
     for number, name in enumerate(names, start=1):
         if not name:
             raise InputError(f"{path}: line {number}: empty; one image file name a line")
+        check_image_name(path, f"line {number}", name)
         first = first_line.setdefault(image_id_of(name), number)
         if first != number:
             raise InputError(

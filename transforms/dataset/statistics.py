@@ -50,6 +50,23 @@ def skipped_shards(ref: CorpusRef) -> int:
     return shard_count(ref.size, 0)
 
 
+def skip_line(skip: Skip) -> str:
+    """One line of a skipped-records file. json.dumps escapes every control character, and
+    (ensure_ascii) U+2028/U+2029 too, so no id read from an input can break the line."""
+    return json.dumps(skip._asdict(), sort_keys=True)
+
+
+def parse_skip_lines(path: str, data: bytes) -> list[Skip]:
+    """Inverse of :func:`skip_line` over a whole file: lines end at "\\n" only, as JSON
+    lines do; a malformed line is an InputError naming the file and line."""
+    lines = data.decode("utf-8").split("\n")
+    return [
+        Skip(**parse_json(f"{path}: line {number}", line))
+        for number, line in enumerate(lines, 1)
+        if line
+    ]
+
+
 class WriteSkips(beam.PTransform):
     """Skip records -> JSON lines under <output>/skipped/ (a version's build folder), one
     per skipped record."""
@@ -63,7 +80,7 @@ class WriteSkips(beam.PTransform):
     def expand(self, skips):
         return (
             skips
-            | "ToJson" >> beam.Map(lambda skip: json.dumps(skip._asdict(), sort_keys=True))
+            | "ToJson" >> beam.Map(skip_line)
             | "Write"
             >> WriteShards(
                 output=self._output,
@@ -86,10 +103,9 @@ def read_written(output: str) -> tuple[dict[str, pa.Table], list[Skip], dict[str
         tables = list(read_parquet_files(shard_pattern(output, PARQUET, split), columns))
         instances[split] = pa.concat_tables(tables) if tables else None
     skips = [
-        Skip(**parse_json(path, line))
+        skip
         for path in list_files(build_path(output, SKIPPED.directory, "*.jsonl"))
-        for line in read_file(path).decode("utf-8").splitlines()
-        if line
+        for skip in parse_skip_lines(path, read_file(path))
     ]
     corpus = corpus_file(corpus_folder(output), CAPTIONS_FILE)
     captions = {}
