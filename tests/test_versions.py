@@ -15,7 +15,14 @@ from pipelines.generate import main, run
 from pipelines.options import GenerateOptions
 from pipelines.regenerate import main as regenerate
 from pipelines.store.claims import claim_file, holder_of
-from pipelines.store.versions import completed_dataset, link_latest, version_name
+from pipelines.store.versions import (
+    Version,
+    check_output,
+    completed_dataset,
+    link_latest,
+    point_latest,
+    version_name,
+)
 from schemas.layout import COMPLETE_FILE
 from tests.support.dataset_checks import check_dataset
 from tests.support.version_checks import (
@@ -25,6 +32,7 @@ from tests.support.version_checks import (
 )
 from tests.support.versions import SMALL, SMALL_MCIC, copied_into
 from transforms.errors import InputError
+from transforms.report.card import ROOT_CARD_MARKER
 
 CHECKSUMS = [{"sha256": "a" * 64}, {"sha256": "b" * 64}]
 
@@ -189,6 +197,38 @@ def test_latest_is_pointed_at_the_version_whatever_it_was(tmp_path, latest, capl
         assert aside == []
 
 
+@pytest.mark.parametrize("before", ["none", "ours", "the user's"])
+def test_the_root_card_never_replaces_a_readme_of_the_users(tmp_path, before, caplog):
+    output = tmp_path / "out"
+    (output / "versions" / "v2").mkdir(parents=True)
+    readme = output / "README.md"
+    if before != "none":
+        readme.write_text(f"{ROOT_CARD_MARKER}\nv1's card" if before == "ours" else "# My notes")
+    card = f"---\n---\n{ROOT_CARD_MARKER}\nv2's card"
+    point_latest(str(output), Version("v2", str(output / "versions" / "v2"), True), card)
+    assert readme.read_text() == card
+    aside = list(output.glob("README.md.replaced-*"))
+    if before == "the user's":
+        assert [path.read_text() for path in aside] == ["# My notes"]
+        assert "was not a card this tool wrote" in caplog.text
+    else:
+        assert aside == []
+
+
+def test_checking_an_output_creates_nothing(tmp_path):
+    check_output(str(tmp_path / "new" / "out"))
+    assert list(tmp_path.iterdir()) == []  # a refused run leaves no empty --output behind
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(InputError, match=r"a_file is a file; give a directory"):
+        check_output(str(tmp_path / "a_file" / "out"))
+
+
+def test_a_run_writes_the_root_card_with_its_marker(small_dataset):
+    version, _ = small_dataset
+    root_card = pathlib.Path(version).parent.parent / "README.md"
+    assert ROOT_CARD_MARKER in root_card.read_text(encoding="utf-8").split("\n# ", 1)[0]
+
+
 def _snapshot(root: pathlib.Path) -> dict[str, bytes]:
     """Every file under ``root`` (links followed to their target's name) and its bytes."""
     return {
@@ -207,7 +247,7 @@ def test_a_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_nothin
     root = tmp_path / "out"
     args = [sys.executable, "-m", "pipelines.generate", "--input", synthetic_corpus]
     args += ["--output", str(root), *(f"--{name}={value}" for name, value in SMALL.items())]
-    env = {**os.environ, "DMC_CLAIM_LEASE_SECONDS": "2"}  # renewed every 0.2 s
+    env = {**os.environ, "DMC_CLAIM_LEASE_SECONDS": "5"}  # the shortest: renewed every 0.5 s
     paused = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     # Paused after its corpus and model, before its shards: once its index is written
@@ -240,3 +280,10 @@ def test_a_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_nothin
         ),
         sample=5,
     )
+
+
+def test_a_latest_txt_that_is_not_utf8_is_refused_naming_it(tmp_path):
+    (tmp_path / "versions" / "v1").mkdir(parents=True)
+    (tmp_path / "latest.txt").write_bytes(b"\xff\xfev1\n")
+    with pytest.raises(InputError, match=r"latest.txt: not UTF-8 \(byte 0\), so it names no"):
+        completed_dataset(str(tmp_path))

@@ -40,7 +40,7 @@ from datetime import datetime, timezone
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.store.claims import Fence
+from pipelines.store.claims import Fence, lease_seconds
 from schemas.layout import (
     BUILD,
     CARD_FILE,
@@ -69,6 +69,7 @@ from transforms.files import (
     remove_empty_subfolders,
     write_file,
 )
+from transforms.report.card import ROOT_CARD_MARKER
 
 # Added to a completed version later, by other commands: not among the files it lists.
 ADDED_LATER = (f"{EVALUATION_DIRECTORY}/", f"{RATINGS_DIRECTORY}/")
@@ -273,7 +274,9 @@ def is_complete(directory: str) -> bool:
 
 def check_output(output: str) -> None:
     """Fails before any work when the versions cannot be written: OUTPUT, and
-    OUTPUT/versions where it exists already (a version is written into it)."""
+    OUTPUT/versions where it exists already (a version is written into it), and the claims'
+    lease the environment may set."""
+    lease_seconds()
     check_writable(output)
     versions = FileSystems.join(output, VERSIONS_DIRECTORY)
     if FileSystems.exists(versions):
@@ -363,7 +366,27 @@ def point_latest(output: str, version: Version, card: str) -> None:
     write_atomically(FileSystems.join(output, LATEST_FILE), f"{version.name}\n".encode())
     if FileSystems.get_scheme(output) is None:  # a local disk: symlinks exist there
         link_latest(output, version.name)
+    keep_foreign_card(output)
     write_atomically(FileSystems.join(output, CARD_FILE), card.encode("utf-8"))
+
+
+def replaced_name(path: str) -> str:
+    """Where something of a user's at ``path`` is moved aside to, never over another."""
+    return f"{path}.replaced-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%fZ}"
+
+
+def keep_foreign_card(output: str) -> None:
+    """A ``README.md`` at the root that is not our root card (no :data:`ROOT_CARD_MARKER`:
+    the user's own, or a card from before the marker) is moved aside to
+    ``README.md.replaced-<time>`` and said so in the log, as a directory at ``latest`` is."""
+    card = FileSystems.join(output, CARD_FILE)
+    if not FileSystems.exists(card):
+        return
+    if ROOT_CARD_MARKER in read_file(card).decode("utf-8", "replace"):
+        return
+    aside = replaced_name(card)
+    FileSystems.rename([card], [aside])
+    logging.warning("%s was not a card this tool wrote: moved to %s", card, aside)
 
 
 def link_latest(output: str, name: str) -> None:
@@ -379,7 +402,7 @@ def link_latest(output: str, name: str) -> None:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(left)
     if os.path.isdir(link) and not os.path.islink(link):
-        aside = f"{link}.replaced-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%fZ}"
+        aside = replaced_name(link)
         os.rename(link, aside)
         logging.warning(
             "%s was a directory, not the link to the latest version: moved to %s", link, aside
@@ -389,12 +412,26 @@ def link_latest(output: str, name: str) -> None:
     os.replace(temporary, link)
 
 
+def latest_name(output: str) -> str | None:
+    """The version ``OUTPUT/latest.txt`` names, None without one. A file that is not UTF-8
+    (damaged, or not one of ours) is refused, named, instead of a traceback."""
+    path = FileSystems.join(output, LATEST_FILE)
+    if not FileSystems.exists(path):
+        return None
+    try:
+        return read_file(path).decode("utf-8").strip()
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"{path}: not UTF-8 (byte {error.start}), so it names no version; run generate "
+            "again to rewrite it, or give OUTPUT/versions/<version>"
+        ) from error
+
+
 def latest_version(output: str) -> Version | None:
     """The version ``OUTPUT/latest.txt`` names, or None when no run has completed there."""
-    latest = FileSystems.join(output, LATEST_FILE)
-    if not FileSystems.exists(latest):
+    name = latest_name(output)
+    if name is None:
         return None
-    name = read_file(latest).decode("utf-8").strip()
     directory = FileSystems.join(output, VERSIONS_DIRECTORY, name)
     return Version(name, directory, is_complete(directory))
 

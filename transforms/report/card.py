@@ -434,6 +434,11 @@ def version_card(
     return f"{front}\n{body}"
 
 
+# The root card's first line after its front matter: what tells a README.md this tool wrote
+# (and may replace) from a user's own, which is moved aside instead (invisible when rendered).
+ROOT_CARD_MARKER = "<!-- dmc-generate's root card: rewritten whenever latest moves -->"
+
+
 def root_card(
     manifest: dict, statistics: dict, plots: dict[str, str], sizes: dict[str, int], at: str
 ) -> str:
@@ -445,4 +450,4 @@ def root_card(
     preamble = Template(assets.read("root_card.md")).substitute(
         name=manifest["version"], card=f"{at}/{CARD_FILE}"
     )
-    return f"{front}\n{title}\n\n{preamble}{rest}"
+    return f"{front}\n{ROOT_CARD_MARKER}\n{title}\n\n{preamble}{rest}"
