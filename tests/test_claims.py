@@ -13,12 +13,12 @@ import pytest
 
 from pipelines.store import claims
 from pipelines.store.claims import (
-    LEASE_SECONDS,
     Fence,
     acquire,
     claim_file,
     claimed,
     holder_of,
+    lease_seconds,
     new_owner,
 )
 from schemas.layout import LOCK_FILE
@@ -141,7 +141,7 @@ def test_a_run_paused_anywhere_in_renewing_or_releasing_never_undoes_a_takeover(
         pause = _PausedAt(at, functools.partial(_take_over, directory, taker_released))
         monkeypatch.setattr(claims, "os", pause)
         store = claim_file(directory)
-        renewed = dataclasses.replace(paused, lease_until=time.time() + LEASE_SECONDS)
+        renewed = dataclasses.replace(paused, lease_until=time.time() + lease_seconds())
         for step in (
             functools.partial(store.renew, json.dumps(dataclasses.asdict(renewed)).encode()),
             functools.partial(store.release, run=paused.run),
@@ -156,3 +156,16 @@ def test_a_run_paused_anywhere_in_renewing_or_releasing_never_undoes_a_takeover(
         if not pause.paused:  # past the last call: every point was tried
             break
     assert at > 3
+
+
+@pytest.mark.parametrize("given", ["abc", "0", "-1", "4", "nan", "inf", ""])
+def test_a_lease_that_is_no_finite_number_of_seconds_from_5_is_refused(monkeypatch, given):
+    monkeypatch.setenv("DMC_CLAIM_LEASE_SECONDS", given)
+    with pytest.raises(InputError, match=f"^DMC_CLAIM_LEASE_SECONDS={given}: give a number"):
+        lease_seconds()
+
+
+def test_the_lease_is_read_from_the_environment(monkeypatch):
+    assert lease_seconds() == 600
+    monkeypatch.setenv("DMC_CLAIM_LEASE_SECONDS", "5")
+    assert lease_seconds() == 5

@@ -186,9 +186,8 @@ def _assert_refused(given: Given, args: list[str], message: str, code: int, stde
     lines = stderr.splitlines()
     assert (code, len(lines)) == (2, 1), (args, stderr[-3000:])
     assert lines[0].startswith("error: ") and message in lines[0], (args, lines)
-    assert not (given.tmp / "out" / "latest.txt").exists()
-    # nothing left behind: no version folder, files in one, nor an empty versions/
-    assert not (given.tmp / "out" / "versions").exists(), (args, lines)
+    # nothing left behind: no version folder, files in one, an empty versions/ nor --output
+    assert not (given.tmp / "out").exists(), (args, lines)
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS)
@@ -200,6 +199,34 @@ def test_bad_inputs_are_one_line_on_stderr_and_exit_code_2(
     code, out, err = _in_process(capfd, generate.main, *args)
     _assert_refused(given, args, message, code, err)
     assert out == "", args  # no summary, no table
+
+
+def test_an_input_glob_reaching_into_the_output_is_refused_naming_a_file_there(
+    tmp_path, synthetic_corpus, capfd
+):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "README.md").write_text("# my notes")  # no Flickr file
+    shutil.copy(synthetic_corpus, tmp_path / "captions.json")
+    args = ["--input", f"{tmp_path}/**", "--output", str(tmp_path / "out")]
+    code, out, err = _in_process(capfd, generate.main, *args)
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        f"error: --input matches 1 files under --output {tmp_path / 'out'} (e.g. "
+        f"{tmp_path / 'out' / 'README.md'}): the versions' own files are no captions; give "
+        "--input globs that leave it out"
+    ]
+    assert sorted(os.listdir(tmp_path / "out")) == ["README.md"]
+
+
+def test_a_lease_from_the_environment_is_checked_as_a_flag_before_any_work(
+    tmp_path, synthetic_corpus, small_dataset, capfd, monkeypatch
+):
+    given = Given(tmp_path, synthetic_corpus, _model(small_dataset))
+    monkeypatch.setenv("DMC_CLAIM_LEASE_SECONDS", "inf")
+    args = ["--input", synthetic_corpus, *given.out, *SMALL_ARGS]
+    code, out, err = _in_process(capfd, generate.main, *args)
+    assert out == ""
+    _assert_refused(given, args, "DMC_CLAIM_LEASE_SECONDS=inf: give a number of seconds", code, err)
 
 
 def test_a_bad_input_is_one_line_on_stderr_and_exit_code_2_from_the_command(
@@ -357,8 +384,8 @@ def test_two_runs_of_one_version_never_publish_a_broken_one(synthetic_corpus, tm
 @pytest.mark.parametrize("failure", [RuntimeError("a bug"), KeyboardInterrupt()])
 def test_a_run_that_fails_before_writing_leaves_no_version_folder(tmp_path, failure):
     """Not only a refused input: a failed or interrupted run leaves no empty folder either
-    (a reader finds versions/<name>/ and takes it for a run still going); files it
-    wrote stay, for a look and for the next run to clear."""
+    (a reader finds versions/<name>/ and takes it for a run still going), not even the
+    --output it made; files it wrote stay, for a look and for the next run to clear."""
     output = str(tmp_path / "out")
     version = plan_version(output, "v1", force=False)
 
@@ -368,7 +395,7 @@ def test_a_run_that_fails_before_writing_leaves_no_version_folder(tmp_path, fail
 
     with pytest.raises(type(failure)):
         write_version(output, version, fails)
-    assert os.listdir(output) == []
+    assert os.listdir(tmp_path) == []
 
     def writes_then_fails(directory: str, fence) -> None:
         pathlib.Path(directory, "train-00000-of-00001.parquet").write_bytes(b"partial")

@@ -220,7 +220,7 @@ def test_a_gcs_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_no
     command = [sys.executable, "-m", "pipelines.generate", "--input", corpus_in_bucket]
     command += ["--output", f"gs://{BUCKET}/paused"]
     command += [f"--{name}={value}" for name, value in {**SMALL, "seed": 3}.items()]
-    env = {**os.environ, "DMC_CLAIM_LEASE_SECONDS": "2"}
+    env = {**os.environ, "DMC_CLAIM_LEASE_SECONDS": "5"}
 
     def published() -> dict[str, bytes]:
         return {b.name: b.download_as_bytes() for b in client.list_blobs(BUCKET, prefix=prefix)}

@@ -165,12 +165,29 @@ def check_file_path(path: str, flag: str) -> None:
         raise InputError(f"{flag} {path}: is a directory; give the path of the file to write in it")
 
 
+def nearest_existing(path: str) -> str:
+    """``path`` itself, or the deepest of its parent folders that exists."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
 def check_writable(directory: str) -> None:
-    """Fails in a second, before hours of work, when the output cannot be written."""
+    """Fails in a second, before hours of work, when the output cannot be written, and
+    creates nothing: a refused run leaves no empty ``--output`` behind. A local folder that
+    does not exist yet is checked on the deepest parent that does."""
     if os.path.isfile(directory):
         raise InputError(f"{directory}: is a file; give a directory to write into")
     probe = FileSystems.join(directory, f".write-check-{uuid.uuid4().hex}")
     bucket = bucket_of(probe)
+    if not bucket and not os.path.isdir(directory):
+        existing = nearest_existing(directory)
+        if not os.path.isdir(existing):
+            raise InputError(f"{directory}: {existing} is a file; give a directory to write into")
+        if not os.access(existing, os.W_OK | os.X_OK):  # read-only filesystems included
+            raise InputError(f"{directory}: cannot write there: {existing} is not writable")
+        return
     try:
         if bucket:  # a failed GCS file handle retries its upload when garbage-collected
             blob = storage_client().bucket(bucket).blob(probe[len(f"gs://{bucket}/") :])

@@ -12,6 +12,7 @@ never deletes or overwrites files of a run that is still writing.
 
 import contextlib
 import json
+import math
 import os
 import socket
 import threading
@@ -29,9 +30,28 @@ from transforms.errors import InputError
 from transforms.files import bucket_of, storage_client
 
 # A claim not renewed for this long is stale; a test's runs shorten it through the
-# environment, to pause a run past its lease in seconds.
-LEASE_SECONDS = float(os.environ.get("DMC_CLAIM_LEASE_SECONDS", 600))
-RENEW_SECONDS = LEASE_SECONDS / 10
+# environment, to pause a run past its lease in seconds. It is renewed ten times a lease.
+LEASE_VARIABLE = "DMC_CLAIM_LEASE_SECONDS"
+DEFAULT_LEASE_SECONDS = 600.0
+SHORTEST_LEASE_SECONDS = 5.0  # shorter, a busy machine's renewals come too late
+
+
+def lease_seconds() -> float:
+    """The claims' lease, checked as a flag is: a value that is not a finite number of
+    seconds >= 5 would make every claim instantly stale or never stale."""
+    given = os.environ.get(LEASE_VARIABLE)
+    if given is None:
+        return DEFAULT_LEASE_SECONDS
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= SHORTEST_LEASE_SECONDS):
+        raise InputError(
+            f"{LEASE_VARIABLE}={given}: give a number of seconds >= "
+            f"{SHORTEST_LEASE_SECONDS:.0f} (default {DEFAULT_LEASE_SECONDS:.0f})"
+        )
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -53,7 +73,7 @@ class Fence:
             now = f"held by {holder.describe()}" if holder else "released"
             raise InputError(
                 f"{self.directory}: this run no longer holds the version's claim (now "
-                f"{now}): it was paused past its {LEASE_SECONDS:.0f} s lease and another run "
+                f"{now}): it was paused past its {lease_seconds():.0f} s lease and another run "
                 "took over; it stops without deleting or publishing anything"
             )
 
@@ -79,7 +99,7 @@ def new_owner(now: float) -> Owner:
         host=socket.gethostname(),
         pid=os.getpid(),
         started=datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
-        lease_until=now + LEASE_SECONDS,
+        lease_until=now + lease_seconds(),
     )
 
 
@@ -309,10 +329,12 @@ def claimed(directory: str) -> Iterator[Owner]:
     token = acquire(store, owner)
     stop = threading.Event()
 
+    lease = lease_seconds()
+
     def renew() -> None:
         nonlocal token
-        while not stop.wait(RENEW_SECONDS):
-            renewed = replace(owner, lease_until=time.time() + LEASE_SECONDS)
+        while not stop.wait(lease / 10):
+            renewed = replace(owner, lease_until=time.time() + lease)
             token = store.renew(_encode(renewed), token)
             if token is None:  # taken over while this run was paused
                 return

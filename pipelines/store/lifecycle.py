@@ -84,8 +84,9 @@ def write_version(
     refused for bad input (another InputError) leaves nothing behind: neither its
     files nor an empty folder. A run that failed otherwise (a bug, a crash, Ctrl-C)
     keeps the files it wrote, for a look and for the next run to clear, but leaves no
-    empty folder either.
+    empty folder either, nor an ``output`` it made.
     """
+    output_existed = FileSystems.exists(output)
     try:
         with claimed(version.directory) as owner:
             fence = Fence(version.directory, owner.run)
@@ -105,9 +106,11 @@ def write_version(
             return finish(output, version, produced, fence)
     except BaseException:
         # the claim is released by now (or another run's: then the folder is not empty);
-        # OUTPUT/versions goes too if this was its only version
+        # OUTPUT/versions goes too if this was its only version, and OUTPUT if this run made it
         remove_empty_folder(version.directory)
         remove_empty_folder(FileSystems.split(version.directory)[0])
+        if not output_existed:
+            remove_empty_folder(output)
         raise
 
 
