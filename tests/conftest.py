@@ -4,6 +4,7 @@ import json
 import os
 import pathlib
 import sys
+from collections.abc import Callable
 
 import pytest
 
@@ -23,6 +24,8 @@ from tests.support.versions import (  # noqa: E402
     SHARED_VARIABLE,
     SMALL,
     SMALL_MCIC,
+    TINY_ENCODER,
+    TINY_THRESHOLD,
     TRAINING,
     Shared,
     made_tiny_encoder,
@@ -68,19 +71,27 @@ def small_dataset_split_pool(shared, synthetic_corpus) -> tuple[str, GenerateOpt
 
 @pytest.fixture(scope="session")
 def coco_dataset(shared) -> tuple[str, GenerateOptions]:
+    """COCO val2017 with the defaults but the validity model: the tiny encoder, since the
+    real one's 25,014 captions took 220 of the suite's seconds (coco_surfing runs it)."""
     assert os.path.exists(COCO_VAL2017), f"{COCO_VAL2017} is missing: ../shared must sit beside"
-    return shared.version(GenerateOptions(input=COCO_VAL2017, output=""))
+    options = GenerateOptions(
+        input=COCO_VAL2017,
+        output="",
+        validity_model=TINY_ENCODER,
+        validity_threshold=TINY_THRESHOLD,
+    )
+    return shared.version(options)
 
 
-@pytest.fixture(scope="session")
-def coco_subset(shared) -> str:
-    """The first 600 images of COCO val2017 with their captions, as a file in a temporary
-    folder: real caption language (two people, scenes) at a test's size."""
+def coco_part(shared, name: str, keep: Callable[[dict, set[int]], list[dict]]) -> str:
+    """COCO val2017's images ``keep(document, surfing image ids)`` chooses, with their
+    captions, as a file in the shared folder ``name``."""
 
     def write(folder: pathlib.Path) -> None:
         with open(COCO_VAL2017, encoding="utf-8") as handle:
             document = json.load(handle)
-        images = document["images"][:600]
+        surfing = {a["image_id"] for a in document["annotations"] if "surf" in a["caption"].lower()}
+        images = keep(document, surfing)
         kept = {image["id"] for image in images}
         subset = {
             **document,
@@ -89,7 +100,29 @@ def coco_subset(shared) -> str:
         }
         (folder / COCO_SUBSET).write_text(json.dumps(subset), encoding="utf-8")
 
-    return str(shared.made("coco_subset", write) / COCO_SUBSET)
+    return str(shared.made(name, write) / COCO_SUBSET)
+
+
+@pytest.fixture(scope="session")
+def coco_subset(shared) -> str:
+    """The first 600 images of COCO val2017 with their captions, as a file in a temporary
+    folder: real caption language (two people, scenes) at a test's size."""
+    return coco_part(shared, "coco_subset", lambda document, _: document["images"][:600])
+
+
+@pytest.fixture(scope="session")
+def coco_surfing_dataset(shared) -> tuple[str, GenerateOptions]:
+    """The real validity model (the default) on 600 images of COCO val2017: its 189 surfing
+    images, whose captions say the same things in other words, and the first others."""
+
+    def keep(document: dict, surfing: set[int]) -> list[dict]:
+        others = [image for image in document["images"] if image["id"] not in surfing]
+        return [image for image in document["images"] if image["id"] in surfing] + others[:411]
+
+    corpus = coco_part(shared, "coco_surfing", keep)
+    return shared.version(
+        GenerateOptions(input=corpus, output="", n_dev=150, n_test=150, neighbours=100)
+    )
 
 
 @pytest.fixture(scope="session")
