@@ -57,7 +57,7 @@ from schemas.layout import (
     VERSIONS_DIRECTORY,
     dataset_path,
 )
-from transforms.errors import InputError
+from transforms.errors import InputError, install_command
 from transforms.files import list_files, read_json
 from transforms.trainer.dataset_audit import WARN, held_back
 
@@ -218,7 +218,7 @@ def hub_library():
         import huggingface_hub.errors  # a submodule the package does not load itself
     except ImportError as error:
         raise InputError(
-            "dmc-publish needs huggingface_hub, which is not installed: pip install '.[hub]'"
+            f"dmc-publish needs huggingface_hub, which is not installed: {install_command('hub')}"
         ) from error
     return huggingface_hub
 

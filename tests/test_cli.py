@@ -2,6 +2,7 @@
 
 import dataclasses
 import importlib
+import importlib.metadata
 import pathlib
 import re
 
@@ -149,3 +150,13 @@ def test_a_long_list_of_choices_is_listed_in_the_help_not_the_usage():
     many = tuple(f"strategy_{n}" for n in range(9))
     metavar, listed = shown_choices("decoys", many)
     assert metavar == "DECOYS" and listed == "; one of: " + ", ".join(many)
+
+
+def test_the_manual_names_every_console_script():
+    scripts = [
+        entry.name
+        for entry in importlib.metadata.entry_points(group="console_scripts")
+        if entry.value.startswith("pipelines.")
+    ]
+    manual = (pathlib.Path(__file__).parent.parent / "docs" / "generate.md").read_text("utf-8")
+    assert "dmc-generate" in scripts and [s for s in scripts if f"`{s}`" not in manual] == []

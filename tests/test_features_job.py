@@ -194,7 +194,10 @@ def test_a_missing_vision_package_is_one_line_naming_the_extra(tmp_path, monkeyp
     flags = ["--images", str(tmp_path), "--output", str(tmp_path / "f.parquet")]
     assert features_job.main([*flags, "--encoder", "hf", "--checkpoint", str(tmp_path)]) == 2
     error = capsys.readouterr().err.strip()
-    assert error == "error: --encoder hf needs transformers: pip install 'dmc-datasets[vision]'"
+    assert error == (
+        "error: --encoder hf needs transformers: pip install -e '.[vision]' (in the project's "
+        "folder)"
+    )
     assert not (tmp_path / "f.parquet").exists()
 
 

@@ -128,9 +128,9 @@ def test_chinese_is_split_into_words():
 @pytest.mark.parametrize(
     ("code", "module", "missing", "named"),
     [
-        ("ja", japanese, "fugashi", "fugashi and unidic-lite: pip install 'dmc-datasets[ja]'"),
-        ("ja", japanese, "unidic_lite", "fugashi and unidic-lite: pip install 'dmc-datasets[ja]'"),
-        ("zh", chinese, "jieba", "jieba: pip install 'dmc-datasets[zh]'"),
+        ("ja", japanese, "fugashi", "fugashi and unidic-lite: pip install -e '.[ja]'"),
+        ("ja", japanese, "unidic_lite", "fugashi and unidic-lite: pip install -e '.[ja]'"),
+        ("zh", chinese, "jieba", "jieba: pip install -e '.[zh]'"),
     ],
 )
 def test_a_missing_extra_is_one_line_naming_it(monkeypatch, code, module, missing, named):

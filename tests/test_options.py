@@ -1,5 +1,6 @@
 import dataclasses
 import pathlib
+import re
 
 import pytest
 
@@ -102,3 +103,25 @@ def test_invalid_trainer_options_are_explained(change, message):
     with pytest.raises(InputError) as raised:
         TrainOptions(dataset="d", output="o", **change).validate()
     assert message in str(raised.value)
+
+
+def bare_tags(markdown: str) -> list[str]:
+    """What a Markdown renderer would take for HTML tags: ``<word...>`` outside fenced code,
+    code spans and comments (a placeholder such as <version> written bare vanishes)."""
+    text = re.sub(r"^```.*?^```", "", markdown, flags=re.S | re.M)
+    text = re.sub(r"(`+)[^`]*?\1|<!--.*?-->", "", text, flags=re.S)
+    return re.findall(r"<[A-Za-z_/!?][^>\n]*>", text)
+
+
+@pytest.mark.parametrize(
+    "page", [*sorted(DOCS.rglob("*.md")), DOCS.parent / "README.md"], ids=lambda page: page.name
+)
+def test_no_placeholder_of_the_manual_vanishes_when_rendered(page):
+    assert bare_tags(with_tables(page.read_text("utf-8"))) == []
+
+
+def test_no_placeholder_of_the_card_vanishes_when_rendered(small_dataset):
+    version, _ = small_dataset
+    card = pathlib.Path(version, "dataset", "README.md").read_text("utf-8")
+    assert "`list<string>` (5)" in card  # the fields table, placeholders kept
+    assert bare_tags(card) == []

@@ -145,7 +145,7 @@ def test_generate_runs_without_the_train_extra_and_the_trainer_says_it_needs_it(
     )
     assert done.stdout.strip() == "['Bigram LM']", done.stderr
     assert done.returncode == 2  # an input error: one line, no traceback
-    assert "dmc-datasets[train]" in done.stderr and "Traceback" not in done.stderr
+    assert "pip install -e '.[train]'" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_dataflow_trainer_workers_get_the_train_extra_through_a_requirements_file():

@@ -226,7 +226,8 @@ def test_without_huggingface_hub_publishing_names_the_extra_and_a_dry_run_still_
     version, _ = small_dataset
     assert main(["--version", version, "--repo_id", "me/mcic"]) == 2
     assert capsys.readouterr().err == (
-        "error: dmc-publish needs huggingface_hub, which is not installed: pip install '.[hub]'\n"
+        "error: dmc-publish needs huggingface_hub, which is not installed: pip install -e '.[hub]' "
+        "(in the project's folder)\n"
     )
     assert main(["--version", version, "--repo_id", "me/mcic", "--dry_run"]) == 0
 

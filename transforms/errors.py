@@ -16,6 +16,17 @@ class InputError(ValueError):
     """
 
 
+def install_command(extras: str) -> str:
+    """What adds an extra: the package is installed from its checkout, editable, as
+    run_local.sh installs it (no index carries it, and a plain install would replace the
+    editable one with a frozen copy).
+
+    >>> install_command("ja")
+    "pip install -e '.[ja]' (in the project's folder)"
+    """
+    return f"pip install -e '.[{extras}]' (in the project's folder)"
+
+
 _MARKER = f"{InputError.__module__}.{InputError.__qualname__}: "
 
 

@@ -6,7 +6,7 @@ table is pasted and none can go stale. To see one:
 
     python -m pipelines.cli.tables \
         [generate|train|features|evaluate|regenerate|preview|publish|rate-*|log]
-    python -m pipelines.cli.tables [strategies|languages]
+    python -m pipelines.cli.tables [strategies|languages|instance]
 """
 
 import dataclasses
@@ -28,6 +28,7 @@ from pipelines.options import (
 )
 from schemas.options import REQUIRED, shown_default
 from transforms.corpus.languages.registry import language_table
+from transforms.report.card import fields_table, markdown_escaped
 from transforms.strategies.registry import strategy_table
 
 TABLES = {
@@ -56,7 +57,8 @@ def markdown_table(options_type: type = GenerateOptions) -> str:
         if option.default not in (REQUIRED, "") and option.type is not bool:
             default = f"`{default}`"
         groups.setdefault(option.metadata["group"], []).append(
-            f"| `--{option.name}` | {default} | {option.metadata['help']} |"
+            f"| `--{option.name}` | {markdown_escaped(default)} | "
+            f"{markdown_escaped(option.metadata['help'])} |"
         )
     tables = {
         title: "\n".join(["| option | default | meaning |", "| --- | --- | --- |", *rows])
@@ -70,7 +72,7 @@ def markdown_table(options_type: type = GenerateOptions) -> str:
 
 
 # The tables that are not of options: their printers.
-LISTS = {"strategies": strategy_table, "languages": language_table}
+LISTS = {"strategies": strategy_table, "languages": language_table, "instance": fields_table}
 MARKER = re.compile(r"^<!-- table: ([\w-]+) -->$", flags=re.MULTILINE)
 
 

@@ -11,12 +11,13 @@ taken from the root (``at``), under ``assets/root_card.md``'s word on the versio
 """
 
 import json
+import re
 from dataclasses import dataclass
 from string import Template
 
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.instance import FIELDS, MCIC_OPTIONS
+from schemas.instance import FIELDS, MCIC_OPTIONS, OPTION
 from schemas.layout import CARD_FILE, PARQUET, relative_shard_pattern
 from transforms.corpus.languages.registry import ENGLISH
 from transforms.corpus.sentences import VALIDITY_MODEL
@@ -325,12 +326,33 @@ def _chance_rule(statistics: dict, k: int) -> str:
     )
 
 
-def _fields(k: int) -> str:
-    """The instance schema (``schemas.instance.FIELDS``) with this version's k."""
+# "<" where it would open an HTML tag: outside code spans, Markdown renderers drop
+# <version> or <unk> as an unknown tag, so placeholders are written as entities there.
+TAG_OPENING = re.compile(r"<(?=[A-Za-z_/!?])")
+CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+
+
+def markdown_escaped(text: str) -> str:
+    """``text`` for a Markdown page or card: a placeholder such as <version> outside code
+    spans shows as written instead of vanishing.
+
+    >>> markdown_escaped("OUTPUT/versions/<version> or `<kept>`")
+    'OUTPUT/versions/&lt;version> or `<kept>`'
+    """
+    parts = CODE_SPAN.split(text)
+    return "".join(part if k % 2 else TAG_OPENING.sub("&lt;", part) for k, part in enumerate(parts))
+
+
+def fields_table(k: int | None = None) -> str:
+    """The instance schema (``schemas.instance.FIELDS``) with a version's k, or with k
+    itself (None: the manual's table)."""
     rows = ["| field | type | meaning |", "| --- | --- | --- |"]
     for field in FIELDS:
-        kind = f"list<{field.kind}> ({field.length(k)})" if field.repeated else field.kind
-        rows.append(f"| `{field.name}` | {kind} | {field.doc} |")
+        kind = f"`{field.kind}`"
+        if field.repeated:
+            length = field.length(k) if k else ("k" if field.per == OPTION else "k - 1")
+            kind = f"`list<{field.kind}>` ({length})"
+        rows.append(f"| `{field.name}` | {kind} | {markdown_escaped(field.doc)} |")
     return "\n".join(rows)
 
 
@@ -395,7 +417,7 @@ def _card(
             if k == MCIC_OPTIONS
             else f"(the MCIC text format holds five options, so it is not written for {k})"
         ),
-        fields=_fields(k),
+        fields=fields_table(k),
         table_one=_table_one(statistics),
         skips=_skips(statistics, manifest),
         decoy_means=_decoy_means(statistics),

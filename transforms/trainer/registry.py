@@ -10,12 +10,12 @@ runs (and says what it left out) and ``pipelines.train`` refuses to start.
 import functools
 from collections.abc import Callable
 
-from transforms.errors import InputError
+from transforms.errors import InputError, install_command
 from transforms.trainer.models import Model, TrainConfig, fit_target_lm
 from transforms.trainer.stream import FitData
 
 Fitter = Callable[[str, FitData, TrainConfig], Model]
-TRAIN_EXTRA = "pip install 'dmc-datasets[train]'"
+TRAIN_EXTRA = install_command("train")
 VEC2SEQ = "Vec2seq+FFNN"
 
 try:

@@ -1,14 +1,15 @@
 """The vision extra's packages, imported only when a vision command needs them.
 
-``pip install 'dmc-datasets[vision]'`` brings torchvision, open_clip_torch and transformers;
-the generate path never imports them (tests/test_features_job.py checks), so a missing one
-is a one-line error of the command that needs it, not an import error of the package.
+The vision extra (:func:`transforms.errors.install_command`) brings torchvision,
+open_clip_torch and transformers; the generate path never imports them
+(tests/test_features_job.py checks), so a missing one is a one-line error of the command
+that needs it, not an import error of the package.
 """
 
 import importlib
 from types import ModuleType
 
-from transforms.errors import InputError
+from transforms.errors import InputError, install_command
 
 # module -> the distribution that installs it, and the extras a vision command needs for it
 DISTRIBUTIONS = {
@@ -22,16 +23,16 @@ DISTRIBUTIONS = {
 def vision_module(name: str, needed_by: str) -> ModuleType:
     """``importlib.import_module(name)``, or an InputError naming the extra.
 
-    >>> vision_module("nope", "--encoder x")
+    >>> vision_module("nope", "--encoder x")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    transforms.errors.InputError: --encoder x needs nope: pip install 'dmc-datasets[vision]'
+    transforms.errors.InputError: --encoder x needs nope: pip install -e '.[vision]' (in ...
     """
     package, extras = DISTRIBUTIONS.get(name.split(".")[0], (name, "vision"))
     try:
         return importlib.import_module(name)
     except ImportError as error:
-        message = f"{needed_by} needs {package}: pip install 'dmc-datasets[{extras}]'"
+        message = f"{needed_by} needs {package}: {install_command(extras)}"
         raise InputError(message) from error
     except (RuntimeError, OSError) as error:  # e.g. a CUDA torchvision beside a CPU torch
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__

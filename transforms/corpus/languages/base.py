@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import ClassVar
 
-from transforms.errors import InputError
+from transforms.errors import InputError, install_command
 
 
 @dataclass(frozen=True)
@@ -50,5 +50,5 @@ def module(package: str, language: Language) -> ModuleType:
     except ImportError as error:
         raise InputError(
             f"--language {language.code} needs {' and '.join(language.packages)}: "
-            f"pip install 'dmc-datasets[{language.extra}]'"
+            f"{install_command(language.extra)}"
         ) from error
