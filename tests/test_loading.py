@@ -301,9 +301,9 @@ def test_the_cards_chance_band_is_the_verdicts_rule(two_versions):
 def test_the_card_has_a_row_per_field_and_explains_repeated_targets(two_versions):
     _, _, latest = two_versions
     _, body = front_matter(pathlib.Path(dataset_path(latest, "README.md")))
-    rows = dict(re.findall(r"^\| `(\w+)` \| (list<\w+> \(\d\)|\w+) \|", body, re.MULTILINE))
+    rows = dict(re.findall(r"^\| `(\w+)` \| (`list<\w+>` \(\d\)|`\w+`) \|", body, re.MULTILINE))
     assert list(rows)[: len(FIELDS)] == [field.name for field in FIELDS]
-    assert rows["options"] == "list<string> (5)" and rows["decoy_sim_pv"] == "list<float64> (4)"
+    assert rows["options"] == "`list<string>` (5)" and rows["decoy_sim_pv"] == "`list<float64>` (4)"
     ids = [row["example_id"] for split in SPLITS for row in read_parquet(latest, split)]
     assert any(re.fullmatch(r"\d+_\d+\.\d+", i) for i in ids)  # a caption in several sets
     assert "'.2', '.3'" in next(line for line in body.splitlines() if "| `example_id` |" in line)
