@@ -125,14 +125,19 @@ def check_scored(scores: pa.Table, images: str) -> None:
         )
 
 
-def build_pipeline(pipeline: beam.Pipeline, options: EvaluateOptions, dataset: str) -> None:
-    """Read dev and test, score every instance (the model once per worker), write the scores."""
+def build_pipeline(
+    pipeline: beam.Pipeline, options: EvaluateOptions, dataset: str, total: int
+) -> None:
+    """Read dev and test (``total`` instances), score every instance (the model once per
+    worker), write the scores."""
     model = SharedModel(Shared(), options.model_spec())
+    score = ScoreInstances(
+        model=model, images=options.images, batch_size=options.batch_size, total=total
+    )
     _ = (
         pipeline
         | "ReadInstances" >> ReadInstances(dataset=dataset, splits=EVALUATION_SPLITS)
-        | "Score"
-        >> ScoreInstances(model=model, images=options.images, batch_size=options.batch_size)
+        | "Score" >> score
         | "WriteScores" >> WriteScores(path=FileSystems.join(options.output, SCORES_FILE))
     )
 
@@ -149,7 +154,7 @@ def run(options: EvaluateOptions, beam_args: list[str] | None = None) -> dict:
     strategy = read_manifest(dataset)["options"]["decoys"]
     audit = read_json(dataset_path(dataset, STATISTICS_FILE)).get("text_only_audit", {})
     pipeline = local_or_given_runner(beam_args or [], extra=VISION)
-    build_pipeline(pipeline, options, dataset)
+    build_pipeline(pipeline, options, dataset, len(wanted))
     counters = run_to_completion(pipeline)
     with FileSystems.open(FileSystems.join(options.output, SCORES_FILE)) as handle:
         scores = pq.read_table(handle)

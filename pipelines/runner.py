@@ -199,9 +199,10 @@ def utc_formatter() -> logging.Formatter:
 def stderr_handler(log: LogOptions, terminal: bool) -> logging.Handler:
     """Every line with --verbose; errors only with --quiet; else our info lines and warnings
     as they come on a terminal, and off a terminal (a scheduler's log) our warnings and a
-    stage's progress at most once every ``--progress_interval`` seconds, in UTC."""
+    stage's progress at most once every ``--progress_interval`` seconds. One timestamp
+    everywhere, UTC: a terminal's lines, a scheduler's and ``--log_file``'s compare as they are."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(TERMINAL_FORMAT) if terminal else utc_formatter())
+    handler.setFormatter(utc_formatter())
     if not log.verbose:
         level = logging.ERROR if log.quiet else logging.INFO
         handler.addFilter(ShownOnStderr(level, None if terminal else log.progress_interval))

@@ -369,7 +369,7 @@ def test_fine_tuned_clip_beats_chance(shared, synthetic_corpus, tmp_path_factory
 @pytest.mark.parametrize("library", list(LIBRARIES))
 def test_a_missing_package_is_one_line_naming_the_extra(library, monkeypatch):
     monkeypatch.setitem(sys.modules, library, None)  # each library is its module
-    with pytest.raises(InputError, match=r"dmc-datasets\[vision\]") as raised:
+    with pytest.raises(InputError, match=r"pip install -e '\.\[vision\]'") as raised:
         load_model(ModelSpec(library=library, model="m", pretrained="p", checkpoint=""))
     assert "\n" not in str(raised.value) and f"--library {library}" in str(raised.value)
 
@@ -379,3 +379,21 @@ def test_the_open_clip_source_follows_the_checkpoint(tmp_path):
     assert model_source(folder) == (f"local-dir:{tmp_path}", None)
     with pytest.raises(InputError, match="--model"):
         model_source(ModelSpec("open_clip", checkpoint=str(tmp_path / "weights.pt")))
+
+
+def test_a_run_shows_its_progress_and_quiet_shows_nothing(small_dataset, tmp_path, capfd):
+    """Off a terminal (a scheduler's log): the scoring's progress lines, and no library's
+    "Loading weights" bar, which --quiet let through."""
+    version, _ = small_dataset
+    texts = [option for row in instances(version) for option in row["options"]]
+    argv = ["--dataset", version, "--images", draw_images(version, str(tmp_path / "images"))]
+    argv += ["--library", "transformers", "--batch_size", "16", "--progress_interval", "0"]
+    argv += ["--checkpoint", tiny_clip(str(tmp_path / "clip"), words(texts))]
+    capfd.readouterr()
+    assert main([*argv, "--output", str(tmp_path / "shown")]) == 0
+    shown = capfd.readouterr().err
+    total = sum(row["split"] in EVALUATION_SPLITS for row in instances(version))
+    assert f"zero-shot: instances {total} of {total} done by this worker" in shown
+    assert "Loading weights" not in shown
+    assert main([*argv, "--output", str(tmp_path / "quiet"), "--quiet"]) == 0
+    assert capfd.readouterr().err == ""

@@ -70,10 +70,9 @@ def test_a_terminal_shows_every_line_as_it_comes(monkeypatch):
     monkeypatch.setattr("sys.stderr", terminal)
     with logging_to(LogOptions(progress_interval=3600)):
         three_epochs_of_two_stages()
-    lines = terminal.getvalue().splitlines()
-    assert len(lines) == 7 and not any(UTC_LINE.match(line) for line in lines)
-    assert lines[0].endswith("INFO root: loaded corpus of 9 captions")
-    assert lines[5].endswith("INFO root: audit: Text-FFNN epoch 3 of 3")
+    shown = messages(terminal.getvalue())  # UTC, as off a terminal and with --verbose
+    assert len(shown) == 7 and shown[0] == "loaded corpus of 9 captions"
+    assert shown[5] == "audit: Text-FFNN epoch 3 of 3"
 
 
 def test_quiet_shows_no_progress_and_no_warning(capsys):
@@ -152,7 +151,10 @@ def test_a_multi_processing_run_shows_its_workers_progress_and_no_beam_warning(
 
 
 def test_a_run_shows_one_progress_line_per_stage_and_interval(tiny_corpus, tmp_path, capfd):
-    shown = messages(generate_stderr(tiny_corpus, tmp_path, "--progress_interval 3600", capfd))
+    flags = "--progress_interval 3600 --language auto"
+    shown = messages(generate_stderr(tiny_corpus, tmp_path, flags, capfd))
+    [chosen] = [line for line in shown if line.startswith("language: ")]  # a scheduler's too
+    assert chosen.startswith("language: --language auto chose en (English")
     audit = [line for line in shown if line.startswith("audit: ")]
     assert len(audit) == 1 and audit[0].startswith("audit: Text-FFNN epoch 1 of 20")
     assert len([line for line in shown if line.startswith("closed_sets: ")]) == 1

@@ -1,7 +1,9 @@
 import dataclasses
+import json
 import pathlib
 import re
 
+import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import parse_options
@@ -125,3 +127,22 @@ def test_no_placeholder_of_the_card_vanishes_when_rendered(small_dataset):
     card = pathlib.Path(version, "dataset", "README.md").read_text("utf-8")
     assert "`list<string>` (5)" in card  # the fields table, placeholders kept
     assert bare_tags(card) == []
+
+
+def test_the_card_shows_an_instance_says_what_audit_rows_are_and_lists_what_applied(
+    small_dataset,
+):
+    version, _ = small_dataset
+    card = pathlib.Path(version, "dataset", "README.md").read_text("utf-8")
+    example = json.loads(
+        card.split("An instance (some of its fields):\n\n```json\n")[1].split("```")[0]
+    )
+    first = pq.read_table(sorted(pathlib.Path(version, "dataset", "parquet", "dev").glob("*"))[0])
+    assert example == {name: first.column(name)[0].as_py() for name in example}
+    assert len(example["options"]) == 5 and 0 <= example["label"] < 5
+    assert "- Hub by BLEU: picks the option whose words overlap" in card
+    assert "- Text-FFNN: a network fitted on train's options alone" in card
+    # neither the grids of a search that did not run nor the licence the synthetic corpus
+    # does not use
+    assert "| `--pv_dim_grid` |" not in card and "| `--captions_license` |" not in card
+    assert "`--optimize` | `False`" in card

@@ -113,6 +113,8 @@ def test_generate_optimize_uses_and_records_the_winners(synthetic_corpus, tmp_pa
     assert manifest["options"]["pv_epochs"] == chosen["pv_epochs"]
     assert chosen["pv_model"].endswith(f"pv-dim32-epochs{chosen['pv_epochs']}.model")
     assert manifest["metrics"]["corpus/captions"] > 0
+    card = (version / "dataset" / "README.md").read_text(encoding="utf-8")
+    assert "| `--pv_epochs_grid` | `2,15` |" in card  # a run that searched lists its grids
 
 
 @pytest.mark.slow

@@ -16,6 +16,8 @@ from apache_beam.metrics import Metrics
 
 WORKER_INTERVAL = 10.0  # seconds between one worker's lines of a stage, before any throttle
 STAGE_END = ": "
+# libraries whose INFO lines and progress bars would fill a run's log at each model load
+NOISY_LOGGERS = ("sentence_transformers", "transformers", "huggingface_hub")
 THIS_FILE = os.path.realpath(__file__)
 
 
@@ -23,6 +25,18 @@ def report(stage: str, detail: str, *args: object) -> None:
     """Logs ``<stage>: <detail % args>`` as a progress line: ``report("audit", "%s epoch %d
     of %d", "Text-FFNN", 3, 20)`` logs "audit: Text-FFNN epoch 3 of 20"."""
     logging.info(f"%s{STAGE_END}{detail}", stage, *args)
+
+
+def quiet_model_libraries() -> None:
+    """No "Loading weights" progress bar nor library INFO lines in a run's log, --quiet's
+    included: our progress lines are the ones a user reads. (Imports transformers: call it
+    where a model is loaded.)"""
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def is_progress_line(pathname: str) -> bool:

@@ -8,7 +8,6 @@ strategies' own options live beside each strategy (``DecoyStrategy.Options``);
 """
 
 import dataclasses
-import logging
 from dataclasses import dataclass
 
 from pipelines.options.fields import ints
@@ -26,6 +25,7 @@ from transforms.corpus.sentences import DEFAULT_THRESHOLD, NO_MODEL, EncoderSpec
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import DECOY_POOLS
 from transforms.errors import InputError
+from transforms.progress import report
 from transforms.strategies.base import DecoyStrategy
 from transforms.strategies.config import StrategyConfig, StrategyOptions
 from transforms.strategies.registry import DEFAULT_STRATEGY, STRATEGIES
@@ -94,7 +94,12 @@ class RunOptions:
         (*LANGUAGES, AUTO),
         group=Group.IO,
     )
-    n_dev: int = option(2000, "images in the dev split", group=Group.SPLITS)
+    n_dev: int = option(
+        2000,
+        "images in the dev split (a count, for COCO 2014's 124k images: a run warns when "
+        "dev and test leave train under half of a smaller corpus)",
+        group=Group.SPLITS,
+    )
     n_test: int = option(2000, "images in the test split", group=Group.SPLITS)
     seed: int = option(
         0, "seed of the split keys, PV training and option shuffling", group=Group.SPLITS
@@ -275,8 +280,8 @@ class RunOptions:
         it used. generate and optimize resolve it before a run."""
         sample = caption_sample(inputs, SAMPLE_PER_FILE, self.images)
         language, reason = resolve_language(self.language, sample)
-        if reason:
-            logging.info(reason)
+        if reason:  # a progress line: a scheduler's log keeps it too
+            report("language", "%s", reason)
         resolved = dataclasses.replace(self, language=language.code)
         resolved.validate()  # what auto chose may not suit the options (an English-only strategy)
         return resolved

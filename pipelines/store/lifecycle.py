@@ -10,6 +10,7 @@ It lives apart from :mod:`pipelines.store.versions`, which every reader of a ver
 imports, because it loads the trainer and matplotlib.
 """
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from datetime import datetime, timezone
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.options import GenerateOptions
 from pipelines.store.claims import Fence, claimed
 from pipelines.store.metadata import write_metadata
 from pipelines.store.versions import (
@@ -30,10 +32,23 @@ from pipelines.store.versions import (
     read_manifest,
 )
 from schemas.layout import DATASET, MANIFEST_FILE, STATISTICS_FILE, VERSIONS_DIRECTORY, dataset_path
-from transforms.dataset.statistics import compute_statistics, read_written, unaccounted
+from schemas.options import Group
+from transforms.dataset.statistics import (
+    compute_statistics,
+    read_written,
+    small_train,
+    unaccounted,
+)
 from transforms.errors import NotPublished, input_error_message
 from transforms.files import read_json, remove_empty_folder, write_file, write_json
-from transforms.report.card import CARD_FILE, CARD_SECTION, root_card, split_bytes, version_card
+from transforms.report.card import (
+    CARD_FILE,
+    CARD_SECTION,
+    first_instance,
+    root_card,
+    split_bytes,
+    version_card,
+)
 from transforms.report.plots import dataset_plot_captions, dataset_plots
 from transforms.trainer.dataset_audit import WARN, AuditConfig, audit_dataset, held_back
 
@@ -120,6 +135,9 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
     NotPublished raised."""
     directory = version.directory
     statistics = compute_statistics(*read_written(directory), produced.counters)
+    small = small_train(statistics)
+    if small:
+        logging.warning("%s", small)
     missing = unaccounted(statistics)
     if produced.every_caption and missing:
         # never published: a dataset that silently lost captions is worse than none
@@ -166,17 +184,34 @@ def not_published(version: Version, leak: str) -> str:
     )
 
 
+def card_options(options: dict) -> dict:
+    """The content options a card lists: the search's own (its grids, its split, ...) only
+    when the run searched (--optimize), or they read as a search that never ran."""
+    search = {
+        option.name
+        for option in dataclasses.fields(GenerateOptions)
+        if option.metadata["group"] == Group.SEARCH and option.name != "optimize"
+    }
+    searched = options.get("optimize", False)
+    return {
+        name: value
+        for name, value in content_options(options).items()
+        if searched or name not in search
+    }
+
+
 def latest_card(version: Version) -> str:
     """The root's card when ``version`` is the latest: its own card, from its manifest and
     statistics as written, with every path taken from the root."""
     manifest = read_manifest(version.directory)
     statistics = read_json(dataset_path(version.directory, STATISTICS_FILE))
     return root_card(
-        {**manifest, "options": content_options(manifest["options"])},
+        {**manifest, "options": card_options(manifest["options"])},
         statistics,
         dataset_plot_captions(statistics),
         split_bytes(dataset_path(version.directory)),
         f"{VERSIONS_DIRECTORY}/{version.name}/{DATASET}",
+        first_instance(dataset_path(version.directory)),
     )
 
 
@@ -186,9 +221,10 @@ def write_card(directory: str, manifest: dict, statistics: dict) -> None:
     for name, (_, png) in plots.items():
         write_file(dataset_path(directory, name), png)
     card = version_card(
-        {**manifest, "options": content_options(manifest["options"])},
+        {**manifest, "options": card_options(manifest["options"])},
         statistics,
         {name: caption for name, (caption, _) in plots.items()},
         split_bytes(dataset_path(directory)),
+        first_instance(dataset_path(directory)),
     )
     write_file(dataset_path(directory, CARD_FILE), card.encode("utf-8"))

@@ -10,7 +10,7 @@ import transformers
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
-from transforms.corpus.encoders.sentence_transformers import quiet_libraries
+from transforms.progress import quiet_model_libraries
 
 SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 HIDDEN = 32
@@ -24,7 +24,7 @@ def tiny_encoder(
     and unit vectors, its word-piece vocabulary the special tokens and ``words`` lowercased
     (any other word is [UNK]), and a model card declaring ``language``: the same bytes for
     the same arguments."""
-    quiet_libraries()
+    quiet_model_libraries()
     vocabulary = [*SPECIAL, *dict.fromkeys(word.lower() for word in words)]
     with tempfile.TemporaryDirectory() as scratch:
         (Path(scratch) / "vocab.txt").write_text("\n".join(vocabulary) + "\n", encoding="utf-8")

@@ -148,6 +148,28 @@ def coverage(table: pa.Table | None, captions: int) -> dict:
     }
 
 
+def small_train(statistics: dict) -> str | None:
+    """Why to rerun with other split sizes, when train holds under half of the images:
+    --n_dev and --n_test are image counts whose defaults suit COCO 2014's 124k images, so on
+    a small corpus they take most of it and the trainer and the audit fit on little.
+
+    >>> small_train({"splits": {"train": {"images": 1000}, "dev": {"images": 2000},
+    ...                         "test": {"images": 2000}}})  # doctest: +NORMALIZE_WHITESPACE
+    'train holds 1,000 of the 5,000 images (20%): --n_dev and --n_test count images (2,000
+    and 2,000 here); for a corpus this size, e.g. --n_dev 500 --n_test 500'
+    """
+    images = {split: values["images"] for split, values in statistics["splits"].items()}
+    total = sum(images.values())
+    if not total or 2 * images.get("train", 0) >= total:
+        return None
+    return (
+        f"train holds {images.get('train', 0):,} of the {total:,} images "
+        f"({100 * images.get('train', 0) / total:.0f}%): --n_dev and --n_test count images "
+        f"({images.get('dev', 0):,} and {images.get('test', 0):,} here); for a corpus this "
+        f"size, e.g. --n_dev {total // 10} --n_test {total // 10}"
+    )
+
+
 def unaccounted(statistics: dict) -> int:
     """Captions that are neither the target of an instance nor skipped by the decoy stage:
     0 unless a stage lost records (a bug, never an input's fault); 0 without coverage.

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from string import Template
 
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.instance import FIELDS, MCIC_OPTIONS, OPTION
@@ -27,7 +29,7 @@ from transforms.report import assets
 from transforms.strategies.mcic import DING2016
 from transforms.strategies.registry import STRATEGIES
 from transforms.strategies.validity import DESCRIBES_RULE
-from transforms.trainer.dataset_audit import AT_CHANCE_DEVIATIONS, chance_bound
+from transforms.trainer.dataset_audit import AT_CHANCE_DEVIATIONS, chance_bound, row_meanings
 from transforms.trainer.metrics import metrics_table
 
 # The manifest's Markdown its producer adds at the end of the card (a human filter's word):
@@ -92,6 +94,17 @@ def split_bytes(dataset_directory: str) -> dict[str, int]:
     return sizes
 
 
+def first_instance(dataset_directory: str, split: str = "dev") -> dict | None:
+    """The first row of a split's first Parquet shard (the card's example); None if empty."""
+    pattern = FileSystems.join(dataset_directory, relative_shard_pattern(PARQUET, split))
+    for path in sorted(meta.path for meta in FileSystems.match([pattern])[0].metadata_list):
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            rows = pq.read_table(handle, columns=list(EXAMPLE_FIELDS)).slice(0, 1).to_pylist()
+        if rows:
+            return rows[0]
+    return None
+
+
 COCO_SUFFIXES = (".json", ".json.gz")  # COCO captions files
 
 
@@ -105,6 +118,9 @@ class Corpus:
     citations: tuple[str, ...]
 
 
+SYNTHETIC = "synthetic"  # the tag of the project's own corpus
+
+
 def corpus(manifest: dict) -> Corpus:
     """The project's synthetic corpus (every input marked so: ``pipelines.store.manifest``) is the
     project's own text, neither COCO's nor under ``--captions_license``. English captions in
@@ -115,7 +131,7 @@ def corpus(manifest: dict) -> Corpus:
     if inputs and all(entry["synthetic"] for entry in inputs):
         return Corpus(
             license="other",
-            tag="synthetic",
+            tag=SYNTHETIC,
             licence=(
                 "The captions are the project's own synthetic corpus (`dmc-make-corpus`: text "
                 "generated from latent scenes, not COCO's captions), so no corpus licence "
@@ -285,7 +301,13 @@ def _audit(statistics: dict) -> str:
     if "verdict" not in audit:
         return f"Not run: {audit.get('skipped', 'no audit in the statistics')}."
     left_out = f"\n\nLeft out: {audit['left_out']}." if "left_out" in audit else ""
-    return f"```\n{metrics_table(audit)}\n```\n\n**{audit['verdict']['line']}**{left_out}"
+    meanings = row_meanings()
+    rows = "\n".join(
+        f"- {row['model']}: {meanings[row['model']]}."
+        for row in audit["models"]
+        if row["model"] in meanings
+    )
+    return f"```\n{metrics_table(audit)}\n```\n\n{rows}\n\n**{audit['verdict']['line']}**{left_out}"
 
 
 def _pools(statistics: dict, pool: str) -> str:
@@ -356,6 +378,22 @@ def fields_table(k: int | None = None) -> str:
     return "\n".join(rows)
 
 
+# what the card's example shows of an instance: enough to see what a row holds
+EXAMPLE_FIELDS = ("example_id", "split", "image_file", "options", "label", "option_edits")
+
+
+def _example(instance: dict | None) -> str:
+    """An instance, as pandas or ``datasets`` gives its row (some fields), or nothing."""
+    if instance is None:
+        return ""
+    shown = {name: instance[name] for name in EXAMPLE_FIELDS}
+    return (
+        "An instance (some of its fields):\n\n```json\n"
+        + json.dumps(shown, indent=2, ensure_ascii=False)
+        + "\n```"
+    )
+
+
 def _code(code: dict) -> str:
     commit = code.get("git_commit")
     return f"git commit `{commit}`" if commit else "no git commit (not run from a checkout)"
@@ -391,7 +429,12 @@ def _language(language: dict) -> str:
 
 
 def _card(
-    manifest: dict, statistics: dict, plots: dict[str, str], sizes: dict[str, int], at: str
+    manifest: dict,
+    statistics: dict,
+    plots: dict[str, str],
+    sizes: dict[str, int],
+    at: str,
+    example: dict | None,
 ) -> tuple[str, str]:
     """(front matter, Markdown) of a version's card, its paths relative to ``at``."""
     options = manifest["options"]
@@ -418,6 +461,7 @@ def _card(
             else f"(the MCIC text format holds five options, so it is not written for {k})"
         ),
         fields=fields_table(k),
+        example=_example(example),
         table_one=_table_one(statistics),
         skips=_skips(statistics, manifest),
         decoy_means=_decoy_means(statistics),
@@ -434,6 +478,7 @@ def _card(
         options="\n".join(
             f"| `--{name}` | `{pool if name == 'decoy_pool' else value}` |"
             for name, value in sorted(options.items())
+            if not (name == "captions_license" and source.tag == SYNTHETIC)  # not used
         ),
         licence=source.licence,
         citations="\n\n".join(f"```bibtex\n{entry}\n```" for entry in cited(manifest)),
@@ -443,16 +488,21 @@ def _card(
 
 
 def version_card(
-    manifest: dict, statistics: dict, plots: dict[str, str], sizes: dict[str, int]
+    manifest: dict,
+    statistics: dict,
+    plots: dict[str, str],
+    sizes: dict[str, int],
+    example: dict | None = None,
 ) -> str:
     """The card of one version, from its manifest (``options``: the content options only) and
     statistics; ``plots``: file name -> caption of the PNGs written beside the card;
-    ``sizes``: each split's Parquet bytes (:func:`split_bytes`).
+    ``sizes``: each split's Parquet bytes (:func:`split_bytes`); ``example``: an instance
+    to show (:data:`EXAMPLE_FIELDS` of it).
 
     Nothing in it depends on where or when the run was (paths, times), so reruns write the
     same card.
     """
-    front, body = _card(manifest, statistics, plots, sizes, at="")
+    front, body = _card(manifest, statistics, plots, sizes, at="", example=example)
     return f"{front}\n{body}"
 
 
@@ -462,12 +512,17 @@ ROOT_CARD_MARKER = "<!-- dmc-generate's root card: rewritten whenever latest mov
 
 
 def root_card(
-    manifest: dict, statistics: dict, plots: dict[str, str], sizes: dict[str, int], at: str
+    manifest: dict,
+    statistics: dict,
+    plots: dict[str, str],
+    sizes: dict[str, int],
+    at: str,
+    example: dict | None = None,
 ) -> str:
     """The output root's card: the latest version's full card with every path taken from the
     root, so its snippets run there and loading the root loads that version only. ``at``:
     the version's dataset folder, relative to the root."""
-    front, body = _card(manifest, statistics, plots, sizes, at=f"{at}/")
+    front, body = _card(manifest, statistics, plots, sizes, at=f"{at}/", example=example)
     title, rest = body.split("\n\n", 1)
     preamble = Template(assets.read("root_card.md")).substitute(
         name=manifest["version"], card=f"{at}/{CARD_FILE}"

@@ -37,8 +37,15 @@ from transforms.trainer.metrics import EVALUATION_SPLITS, build_metrics, count_c
 from transforms.trainer.models import TrainConfig
 from transforms.trainer.registry import FITTERS, MISSING_EXTRA
 from transforms.trainer.stream import FitData, InMemoryExamples
+from transforms.trainer.text_rules import TEXT_RULES
 
-LEARNED_AUDITS = ("Text-FFNN", "Bigram LM")
+# the audit's fitted rows -> what each measures (the untrained rules say it themselves)
+LEARNED_AUDITS = {
+    "Text-FFNN": "a network fitted on train's options alone (their words and PV vectors), "
+    "with every cue text carries",
+    "Bigram LM": "picks the option a bigram language model of train's targets finds likeliest "
+    "(targets' own wording)",
+}
 AT_CHANCE_DEVIATIONS = 3.0  # binomial standard deviations from chance still read as chance
 # --audit_gate: what an audit off chance does to publishing (see held_back)
 WARN, FAIL = "warn", "fail"
@@ -116,6 +123,11 @@ def verdict(metrics: dict) -> dict:
         + ("at chance" if at_chance else f"{side} CHANCE: the options give the target away")
     )
     return {"model": best["model"], "split": split, **result, "at_chance": at_chance, "line": line}
+
+
+def row_meanings() -> dict[str, str]:
+    """Audit row -> what it measures, for the card under the audit's table."""
+    return {rule.name: rule.meaning for rule in TEXT_RULES} | LEARNED_AUDITS
 
 
 def held_back(gate: str, audit: dict) -> str | None:

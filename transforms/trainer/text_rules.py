@@ -37,6 +37,7 @@ class TextRule:
 
     name: str
     feature: str  # one of schemas.examples.TEXT_FEATURES
+    meaning: str  # what the row measures, for a reader of the audit (the card says it)
     uses_image: ClassVar[bool] = False
     selection: ClassVar[dict] = {}
 
@@ -45,8 +46,18 @@ class TextRule:
 
 
 TEXT_RULES = (
-    TextRule("Hub by BLEU", "hub_bleu"),
-    TextRule("Hub by PV cosine", "hub_pv"),
-    TextRule("Longest option", "length"),
-    TextRule("Novelty guess", "novel"),
+    TextRule(
+        "Hub by BLEU",
+        "hub_bleu",
+        "picks the option whose words overlap the other options' most (nearest-neighbour "
+        "decoys surround their target)",
+    ),
+    TextRule("Hub by PV cosine", "hub_pv", "the same hub, by paragraph-vector cosine"),
+    TextRule("Longest option", "length", "picks the longest option"),
+    TextRule(
+        "Novelty guess",
+        "novel",
+        "picks an option whose text never occurs in train (held-out targets do not; decoys "
+        "drawn from the whole corpus may)",
+    ),
 )

@@ -28,6 +28,7 @@ from PIL import Image
 
 from schemas.instance import option_set
 from transforms.files import write_file
+from transforms.progress import Progress
 from transforms.trainer.metrics import EVALUATION_SPLITS
 from transforms.vision.contrastive.base import ContrastiveModel, ModelSpec
 from transforms.vision.contrastive.registry import load_model
@@ -152,14 +153,15 @@ def score_instances(
 
 
 class _Score(beam.DoFn):
-    def __init__(self, model: SharedModel, images: str):
-        self._model, self._images = model, images
+    def __init__(self, model: SharedModel, images: str, total: int):
+        self._model, self._images, self._total = model, images, total
         self._counters = {
             kind: Metrics.counter(NAMESPACE, kind) for kind in (SCORED, MISSING, UNREADABLE)
         }
 
     def setup(self):
         self._loaded = self._model.acquire()
+        self._progress = Progress("zero-shot", "instances", self._total)
 
     def process(self, batch: list[dict]):
         images = [
@@ -168,15 +170,18 @@ class _Score(beam.DoFn):
         rows = score_instances(batch, images, self._loaded)
         for row in rows:
             self._counters[problem_kind(row["image_problem"])].inc()
+        self._progress.advance(len(rows))
         yield from rows
 
 
 class ScoreInstances(beam.PTransform):
-    """(file, instance) -> the scores file's row of every dev and test instance."""
+    """(file, instance) -> the scores file's row of every dev and test instance; ``total``
+    of them, which its progress lines count down."""
 
-    def __init__(self, *, model: SharedModel, images: str, batch_size: int):
+    def __init__(self, *, model: SharedModel, images: str, batch_size: int, total: int):
         super().__init__()
         self._model, self._images, self._batch_size = model, images, batch_size
+        self._total = total
 
     def expand(self, instances):
         return (
@@ -184,7 +189,7 @@ class ScoreInstances(beam.PTransform):
             | "Instances" >> beam.Values()
             | "DevAndTest" >> beam.Filter(lambda instance: instance["split"] in EVALUATION_SPLITS)
             | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=self._batch_size)
-            | "Score" >> beam.ParDo(_Score(self._model, self._images))
+            | "Score" >> beam.ParDo(_Score(self._model, self._images, self._total))
         )
 
 

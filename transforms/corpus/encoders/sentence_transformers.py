@@ -4,7 +4,6 @@ Threads: loading and encoding run on PyTorch's intra-op pool, which this module 
 alone; the caller gives the process its share first (transforms.threads.limit_torch).
 """
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,10 +11,9 @@ import numpy as np
 
 from transforms.corpus.encoders.base import EncoderIdentity, SentenceEncoder
 from transforms.errors import InputError
+from transforms.progress import quiet_model_libraries
 
 BATCH_SIZE = 256
-# libraries whose INFO lines and progress bars would fill a run's log at each worker's load
-NOISY_LOGGERS = ("sentence_transformers", "transformers", "huggingface_hub")
 
 
 def length_order(texts: Sequence[str]) -> np.ndarray:
@@ -29,16 +27,6 @@ def length_order(texts: Sequence[str]) -> np.ndarray:
     return np.argsort(lengths, kind="stable")
 
 
-def quiet_libraries() -> None:
-    """No "Loading weights" progress bar nor library INFO lines in a run's log."""
-    import transformers
-
-    transformers.utils.logging.disable_progress_bar()
-    transformers.utils.logging.set_verbosity_error()
-    for name in NOISY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.ERROR)
-
-
 class SentenceTransformersEncoder(SentenceEncoder):
     """A ``SentenceTransformer`` on the CPU.
 
@@ -50,7 +38,7 @@ class SentenceTransformersEncoder(SentenceEncoder):
     """
 
     def __init__(self, folder: Path, identity: EncoderIdentity, batch_size: int = BATCH_SIZE):
-        quiet_libraries()
+        quiet_model_libraries()
         from sentence_transformers import SentenceTransformer
 
         self.identity = identity

@@ -12,6 +12,7 @@ import numpy as np
 from PIL import Image
 
 from transforms.errors import InputError
+from transforms.progress import quiet_model_libraries
 from transforms.vision.contrastive.base import (
     ContrastiveModel,
     ModelSpec,
@@ -49,6 +50,7 @@ class HfClip(ContrastiveModel):
             )
         if spec.checkpoint and not os.path.isdir(spec.checkpoint):
             raise InputError(f"--checkpoint {spec.checkpoint}: not a save_pretrained folder")
+        quiet_model_libraries()
         try:
             model = transformers.AutoModel.from_pretrained(source)
             tokenizer = transformers.AutoTokenizer.from_pretrained(source)
