@@ -25,7 +25,7 @@ from pipelines import generate, make_corpus, optimize, regenerate, train
 from pipelines.store.lifecycle import write_version
 from pipelines.store.versions import plan_version, verify_version
 from schemas.layout import LOCK_FILE
-from tests.support.versions import SMALL
+from tests.support.versions import LIFECYCLE, SMALL
 from transforms.errors import InputError
 
 COCO = {
@@ -365,7 +365,7 @@ def test_train_refuses_a_file_as_output_before_fitting(small_dataset, tmp_path, 
 def test_two_runs_of_one_version_never_publish_a_broken_one(synthetic_corpus, tmp_path):
     root = tmp_path / "out"
     args = ["-m", "pipelines.generate", "--input", synthetic_corpus, "--output", str(root)]
-    args += [f"--{name}={value}" for name, value in {**SMALL, "seed": 5}.items()]
+    args += [f"--{name}={value}" for name, value in {**LIFECYCLE, "seed": 5}.items()]
     first = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while not list(root.glob(f"versions/*/{LOCK_FILE}")) and time.monotonic() < deadline:

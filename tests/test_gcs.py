@@ -25,7 +25,7 @@ from schemas.layout import LOCK_FILE
 from tests.support.dataset_checks import check_dataset
 from tests.support.gcs_emulator import PROJECT, gcs_servers
 from tests.support.version_checks import failure_after_a_train_shard, version_files
-from tests.support.versions import SMALL, SMALL_MCIC
+from tests.support.versions import LIFECYCLE, SMALL, SMALL_MCIC
 from transforms.corpus.read import ReadCaptions, expand_inputs, parse_image_list, parse_lines
 from transforms.files import read_file
 
@@ -170,7 +170,7 @@ def test_a_killed_gcs_run_is_not_published_and_a_rerun_takes_over_its_claim(
     bucket.blob("killed/latest.txt").upload_from_string(b"an-earlier-version\n")
     command = [sys.executable, "-m", "pipelines.generate", "--input", corpus_in_bucket]
     command += ["--output", f"gs://{BUCKET}/killed"]
-    command += [f"--{name}={value}" for name, value in {**SMALL, "seed": 2}.items()]
+    command += [f"--{name}={value}" for name, value in {**LIFECYCLE, "seed": 2}.items()]
 
     def names() -> set[str]:
         return {blob.name for blob in client.list_blobs(BUCKET, prefix="killed/")}
@@ -219,7 +219,7 @@ def test_a_gcs_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_no
     prefix = "paused/"
     command = [sys.executable, "-m", "pipelines.generate", "--input", corpus_in_bucket]
     command += ["--output", f"gs://{BUCKET}/paused"]
-    command += [f"--{name}={value}" for name, value in {**SMALL, "seed": 3}.items()]
+    command += [f"--{name}={value}" for name, value in {**LIFECYCLE, "seed": 3}.items()]
     env = {**os.environ, "DMC_CLAIM_LEASE_SECONDS": "5"}
 
     def published() -> dict[str, bytes]:

@@ -30,7 +30,7 @@ from tests.support.version_checks import (
     same_but_the_name,
     version_files,
 )
-from tests.support.versions import SMALL, SMALL_MCIC, copied_into
+from tests.support.versions import LIFECYCLE, SMALL, SMALL_MCIC, copied_into
 from transforms.errors import InputError
 from transforms.report.card import ROOT_CARD_MARKER
 
@@ -113,7 +113,7 @@ def test_a_failed_run_leaves_latest_alone_and_the_next_run_completes(
 def test_a_killed_run_is_never_published(synthetic_corpus, tmp_path):
     root = tmp_path / "out"
     args = [sys.executable, "-m", "pipelines.generate", "--input", synthetic_corpus]
-    args += ["--output", str(root), *(f"--{name}={value}" for name, value in SMALL.items())]
+    args += ["--output", str(root), *(f"--{name}={value}" for name, value in LIFECYCLE.items())]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while (
@@ -246,7 +246,7 @@ def test_a_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_nothin
 ):
     root = tmp_path / "out"
     args = [sys.executable, "-m", "pipelines.generate", "--input", synthetic_corpus]
-    args += ["--output", str(root), *(f"--{name}={value}" for name, value in SMALL.items())]
+    args += ["--output", str(root), *(f"--{name}={value}" for name, value in LIFECYCLE.items())]
     env = {**os.environ, "DMC_CLAIM_LEASE_SECONDS": "5"}  # the shortest: renewed every 0.5 s
     paused = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
@@ -275,7 +275,7 @@ def test_a_run_paused_past_its_lease_and_taken_over_deletes_and_publishes_nothin
     assert _snapshot(root) == published  # nothing deleted, rewritten or published
     check_dataset(
         dataclasses.replace(
-            GenerateOptions(input=synthetic_corpus, output=str(root), **SMALL),
+            GenerateOptions(input=synthetic_corpus, output=str(root), **LIFECYCLE),
             output=completed_dataset(str(root)),
         ),
         sample=5,

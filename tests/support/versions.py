@@ -56,6 +56,12 @@ SMALL = {
     "validity_threshold": TINY_THRESHOLD,
 }
 SMALL_MCIC = {**SMALL, "decoys": "mcic"}
+# Runs that test a run's life (a kill, a lease, two runs at once) in fresh interpreters:
+# the validity model, whose import takes about 5 s of each, is no part of what they check.
+LIFECYCLE = {
+    **{name: value for name, value in SMALL.items() if name != "validity_threshold"},
+    "validity_model": "none",
+}
 TRAINING = {**SMALL, "n_dev": 100, "n_test": 100}
 # the trainer's settings at the tests' sizes (dmc-train, regenerate --train)
 SMALL_TRAINING = {
