@@ -39,6 +39,7 @@ from transforms.files import (
     check_writable,
     list_files,
     read_json,
+    read_parquet_files,
     write_file,
     write_json,
 )
@@ -64,12 +65,12 @@ ACCURACY_PLOT = "accuracy.png"
 
 def instance_images(dataset: str) -> list[str]:
     """The ``image_file`` of every dev and test instance: the files the scoring will read."""
-    names: list[str] = []
-    for split in EVALUATION_SPLITS:
-        for path in list_files(shard_pattern(dataset, PARQUET, split)):
-            with FileSystems.open(path, compression_type="uncompressed") as handle:
-                names += pq.read_table(handle, columns=["image_file"]).column(0).to_pylist()
-    return names
+    return [
+        name
+        for split in EVALUATION_SPLITS
+        for table in read_parquet_files(shard_pattern(dataset, PARQUET, split), ["image_file"])
+        for name in table.column(0).to_pylist()
+    ]
 
 
 def present_images(images: str) -> frozenset[str]:

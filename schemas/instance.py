@@ -110,7 +110,9 @@ def option_set(instance: dict) -> str:
 # breaks lines, as \uXXXX. Other text is written as it is (docs/output.md).
 _SHORT_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0"}
 _SHORT_UNESCAPES = {escape[1]: char for char, escape in _SHORT_ESCAPES.items()}
-_NEEDS_ESCAPE = re.compile(r"[\\\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# what no line of a text format may hold raw: C0 and C1 controls, DEL, U+2028/U+2029
+CONTROL_CHARACTERS = r"\x00-\x1f\x7f-\x9f\u2028\u2029"
+_NEEDS_ESCAPE = re.compile(rf"[\\{CONTROL_CHARACTERS}]")
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.?)", re.DOTALL)
 MCIC_KEYS = (*(f"answer_{i}" for i in range(MCIC_OPTIONS)), "image", "example_id", "reference")
 

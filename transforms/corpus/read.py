@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from schemas.instance import CONTROL_CHARACTERS
 from schemas.records import RawCaption
 from transforms.errors import InputError
 from transforms.files import (
@@ -137,7 +138,7 @@ def parse_captions(path: str, data: bytes) -> Iterator[RawCaption]:
 # What an image file name cannot hold: the C0 and C1 controls (tab, CR, LF, NUL...), DEL and
 # the line and paragraph separators. No real image is named so, and in a name they would break
 # the lines of the text formats written from it, and of the tools that read them.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = re.compile(f"[{CONTROL_CHARACTERS}]")
 
 
 def check_image_name(path: str, record: str, name: str) -> None:

@@ -15,8 +15,6 @@ import re
 from dataclasses import dataclass
 from string import Template
 
-import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.instance import FIELDS, MCIC_OPTIONS, OPTION
@@ -25,6 +23,7 @@ from transforms.corpus.languages.registry import ENGLISH
 from transforms.corpus.sentences import VALIDITY_MODEL
 from transforms.corpus.split import SPLITS
 from transforms.dataset.statistics import DECOY_MEASURES
+from transforms.files import read_parquet_files
 from transforms.report import assets
 from transforms.strategies.mcic import DING2016
 from transforms.strategies.registry import STRATEGIES
@@ -97,11 +96,9 @@ def split_bytes(dataset_directory: str) -> dict[str, int]:
 def first_instance(dataset_directory: str, split: str = "dev") -> dict | None:
     """The first row of a split's first Parquet shard (the card's example); None if empty."""
     pattern = FileSystems.join(dataset_directory, relative_shard_pattern(PARQUET, split))
-    for path in sorted(meta.path for meta in FileSystems.match([pattern])[0].metadata_list):
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            rows = pq.read_table(handle, columns=list(EXAMPLE_FIELDS)).slice(0, 1).to_pylist()
-        if rows:
-            return rows[0]
+    for table in read_parquet_files(pattern, list(EXAMPLE_FIELDS)):
+        if table.num_rows:
+            return table.slice(0, 1).to_pylist()[0]
     return None
 
 
