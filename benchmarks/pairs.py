@@ -6,8 +6,8 @@ the validity rules both ways round, out of the K x ``--set_search_depth`` search
 much stopping at the K-th allowed one saves depends on the corpus: on real captions
 nearly every near pair is allowed. On a generated version's own corpus and indexes::
 
-    .venv/bin/python -m benchmarks.pairs --version OUT/latest
-    .venv/bin/python -m benchmarks.pairs --version OUT/latest --split dev --targets 1000
+    .venv/bin/python -m benchmarks.pairs --dataset OUT/latest
+    .venv/bin/python -m benchmarks.pairs --dataset OUT/latest --split dev --targets 1000
 
 The version's own options (its manifest's) set K, the depth, the rules and the pools. The
 check is the same in both rows, so are the K kept (the last column says so).
@@ -76,12 +76,12 @@ def measure(version: str, split: str, targets: int, seed: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", required=True, help="a generated version's directory")
+    parser.add_argument("--dataset", required=True, help="a generated version's directory")
     parser.add_argument("--split", default="train")
     parser.add_argument("--targets", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    print(measure(args.version, args.split, args.targets, args.seed), flush=True)
+    print(measure(args.dataset, args.split, args.targets, args.seed), flush=True)
     return 0
 
 

@@ -111,7 +111,7 @@ def run(options: FeaturesOptions, beam_args: list[str] | None = None) -> str:
     # a model that cannot load is one error here, before any work; held while the run lasts,
     # in-process workers share it
     loaded = encoder.acquire()
-    logging.info("encoder: %s %s", options.encoder, type(loaded.model).__name__)
+    logging.info("encoder: %s %s", options.library, type(loaded.model).__name__)
     pipeline = local_or_given_runner(beam_args or [], extra="vision")
     build_pipeline(pipeline, options, paths, encoder)
     counters = run_to_completion(pipeline)

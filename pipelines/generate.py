@@ -87,7 +87,7 @@ def build_pipeline(
         n_dev=options.n_dev,
         n_test=options.n_test,
         merge=options.merge_inputs,
-        images=options.images,
+        images=options.image_list,
         language=options.caption_language(),
     )
     config = dataclasses.replace(options.strategy_config(), fence=fence)
@@ -150,17 +150,17 @@ class Generated:
 
 
 def input_checksums(options: GenerateOptions, inputs: list[str]) -> list[dict]:
-    """The sha256 of every input file, of ``--images``, of ``--pv_model``, of the
+    """The sha256 of every input file, of ``--image_list``, of ``--pv_model``, of the
     ``--objects`` files and of the validity model's weights: what the version is named
     after."""
     objects = expand_inputs(options.objects) if options.objects else []
     checksums = [corpus_checksum(path) for path in inputs]
     checksums += [file_checksum(path) for path in objects]
     check_distinct_contents(checksums)
-    if options.images:
-        if not FileSystems.exists(options.images):
-            raise InputError(f"--images {options.images}: no such file")
-        checksums.append(file_checksum(options.images))
+    if options.image_list:
+        if not FileSystems.exists(options.image_list):
+            raise InputError(f"--image_list {options.image_list}: no such file")
+        checksums.append(file_checksum(options.image_list))
     if options.pv_model:
         if not FileSystems.exists(options.pv_model):
             raise InputError(f"--pv_model {options.pv_model}: no such file")

@@ -9,14 +9,13 @@ import logging
 import sys
 import time
 
-from pipelines.cli import Command, known_flags, refuse_unknown
-from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, scene_objects, write_coco
+from pipelines.cli import Command, parse_flags
+from pipelines.options import MakeCorpusOptions
+from transforms.corpus.synthetic import scene_objects, write_coco
 from transforms.english.objects import CATEGORY_IDS, instances_document
 from transforms.errors import InputError
-from transforms.files import check_file_path, write_file
-from transforms.vision.drawing import SIZE, write_images
-
-MAX_IMAGES = 660_000  # 3.3M captions at five per image: Conceptual Captions' size
+from transforms.files import write_file
+from transforms.vision.drawing import write_images
 
 COMMAND = Command(
     prog="dmc-make-corpus",
@@ -36,49 +35,9 @@ COMMAND = Command(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = COMMAND.parser()
-    parser.add_argument("--output", required=True, help="COCO captions JSON to write (required)")
-    parser.add_argument(
-        "--num_images", type=int, default=4000, help=f"images, 1 to {MAX_IMAGES:,} (default: 4000)"
-    )
-    parser.add_argument(
-        "--captions_per_image",
-        type=int,
-        metavar="C",
-        default=CAPTIONS_PER_IMAGE,
-        help=f"each image's first C of its {CAPTIONS_PER_IMAGE} captions, 1 to "
-        f"{CAPTIONS_PER_IMAGE} (1: Conceptual Captions' shape; default: {CAPTIONS_PER_IMAGE})",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="corpus seed (default: 0)")
-    parser.add_argument(
-        "--instances",
-        default="",
-        help="also write the images' objects here as a COCO instances JSON (default: none)",
-    )
-    parser.add_argument(
-        "--images_dir",
-        default="",
-        help="also draw each image's scene into this folder (local or gs://), named by its "
-        "file_name: what dmc-features reads (default: none)",
-    )
-    parser.add_argument(
-        "--image_size",
-        type=int,
-        default=SIZE,
-        help=f"side of the drawn pictures in pixels, 16 to 512 (default: {SIZE})",
-    )
     try:
-        args, unknown = parser.parse_known_args(argv)
-        refuse_unknown(unknown, known_flags(parser))
-        if not 1 <= args.num_images <= MAX_IMAGES:
-            raise InputError(f"--num_images must be between 1 and {MAX_IMAGES:,}")
-        if not 1 <= args.captions_per_image <= CAPTIONS_PER_IMAGE:
-            raise InputError(f"--captions_per_image must be between 1 and {CAPTIONS_PER_IMAGE}")
-        check_file_path(args.output, "--output")
-        if args.instances:
-            check_file_path(args.instances, "--instances")
-        if not 16 <= args.image_size <= 512:
-            raise InputError("--image_size must be between 16 and 512")
+        [args], _ = parse_flags(argv, MakeCorpusOptions, command=COMMAND)
+        args.validate()
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

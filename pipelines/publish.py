@@ -2,7 +2,7 @@
 
 ::
 
-    python -m pipelines.publish --version out/mcic-coco --repo_id USER/NAME \\
+    python -m pipelines.publish --dataset out/mcic-coco --repo_id USER/NAME \\
         [--private] [--revision BRANCH] [--dry_run] [--timeout SECONDS] [--allow_held_back]
 
 Verifies the version (its marker, then every file against its manifest:
@@ -57,7 +57,7 @@ from schemas.layout import (
     VERSIONS_DIRECTORY,
     dataset_path,
 )
-from transforms.errors import InputError, install_command
+from transforms.errors import InputError, first_line, install_command
 from transforms.files import list_files, read_json
 from transforms.trainer.dataset_audit import WARN, held_back
 
@@ -140,7 +140,7 @@ def refuse_without_marker(where: str) -> None:
         raise InputError(
             f"{where}: no version is the latest (no {LATEST_FILE}): the newest, {version}, is "
             f"complete but its audit gate held it back ({leak}); to publish it all the same, "
-            f"give --version {version} --allow_held_back"
+            f"give --dataset {version} --allow_held_back"
         )
     if output_of(where) is not None:
         return  # a version a run failed to complete, or still writes
@@ -155,7 +155,7 @@ def refuse_without_marker(where: str) -> None:
 
 
 def publishable(path: str, allow_held_back: bool) -> str:
-    """The verified version ``--version`` names (:func:`completed_dataset`). One its audit
+    """The verified version ``--dataset`` names (:func:`completed_dataset`). One its audit
     gate held back is refused (the gate exists so that a leak is not published by
     accident), or with ``allow_held_back`` published with a warning."""
     where = enclosing(path)
@@ -363,11 +363,6 @@ def upload(
     return commit.commit_url
 
 
-def first_line(error: Exception | str) -> str:
-    """A message as one line (many have several; an exception with none: its type)."""
-    return (str(error).splitlines() or [""])[0] or type(error).__name__
-
-
 def answer(error) -> str:
     """A hub's answer (an HfHubHTTPError's), in a few words.
 
@@ -421,7 +416,7 @@ def hub_failure(hub, http: ModuleType, error: Exception, options: PublishOptions
 def run(options: PublishOptions) -> str:
     """Publishes (or, ``--dry_run``, lists) the version's dataset folder; returns what to print."""
     options.validate()
-    version = publishable(options.version, options.allow_held_back)
+    version = publishable(options.dataset, options.allow_held_back)
     files = hub_files(version, read_manifest(version))
     if not files:
         raise InputError(f"{dataset_path(version)}: no files to publish")
@@ -452,7 +447,7 @@ COMMAND = Command(
         "verification or was held back by its audit gate, bad options, or the hub could not "
         "be reached, did not answer within --timeout, refused or failed."
     ),
-    example="dmc-publish --version out/mcic-coco --repo_id USER/mcic-coco --dry_run",
+    example="dmc-publish --dataset out/mcic-coco --repo_id USER/mcic-coco --dry_run",
     manual="docs/publish.md",
     beam=False,
 )

@@ -58,6 +58,7 @@ from schemas.layout import (
     dataset_path,
     shard_pattern,
 )
+from schemas.options import renamed_options
 from transforms.dataset.write import instance_formats, records_written, shard_path
 from transforms.errors import InputError
 from transforms.files import (
@@ -435,7 +436,9 @@ def subset(
         records=records,
         counters=manifest["metrics"],
         manifest={**manifest, "human_filter": human_filter},
-        audit=GenerateOptions(**manifest["options"]).audit_config(directory),
+        audit=GenerateOptions(**renamed_options(GenerateOptions, manifest["options"])).audit_config(
+            directory
+        ),
         card=filter_card_section(human_filter),
         marker={"human_filter": human_filter},
         every_caption=False,  # the rated split keeps only what enough raters got right

@@ -32,7 +32,7 @@ from pipelines.store.versions import (
 )
 from pipelines.train import METRICS_FILE
 from schemas.layout import EVALUATION_DIRECTORY
-from transforms.errors import NotPublished
+from transforms.errors import NotPublished, first_line
 
 
 def changes(previous: dict | None, current: dict) -> str:
@@ -151,8 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         line, code = one_line_error(error), 2
         if line is None:
             traceback.print_exc()
-            first_line = (str(error).splitlines() or [""])[0]
-            line, code = f"FAILED: {type(error).__name__}: {first_line}", 1
+            line, code = f"FAILED: {type(error).__name__}: {first_line(error)}", 1
     print(f"{prefix}: {line}")
     return code
 

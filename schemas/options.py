@@ -23,6 +23,7 @@ class Group:
 
     IO = "input and output"
     SPLITS = "splits and seed"
+    CORPUS = "corpus"
     DECOYS = "decoys"
     PV = "paragraph vectors (PV-DBOW)"
     SEARCH = "search (OPTIMIZE-PV, OPTIMIZE-SCORE)"
@@ -48,9 +49,24 @@ def option(
     *,
     group: str,
     empty_means: str = "none",
+    renamed_from: tuple[str, ...] = (),
+    renamed_values: dict[str, str] | None = None,
 ) -> Any:
-    """``empty_means``: what an empty-string default does, in a word or two for --help."""
-    metadata = {"help": help, "choices": choices, "group": group, "empty_means": empty_means}
+    """``empty_means``: what an empty-string default does, in a word or two for --help.
+
+    ``renamed_from``: the option's earlier names, and ``renamed_values`` its choices' earlier
+    spellings (old -> new): still taken, with a warning, for one release, so a scheduled
+    command line keeps working while its owner renames; a manifest written under an old
+    name reads as the new one (:func:`renamed_options`).
+    """
+    metadata = {
+        "help": help,
+        "choices": choices,
+        "group": group,
+        "empty_means": empty_means,
+        "renamed_from": renamed_from,
+        "renamed_values": renamed_values or {},
+    }
     if default is REQUIRED:
         return field(metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -65,6 +81,31 @@ def shown_default(flag: dataclasses.Field) -> str:
     if flag.default == "":
         return flag.metadata["empty_means"]
     return str(flag.default)
+
+
+def renamed_options(options_type: type, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (name -> value, as a manifest records them) under today's names and
+    spellings: a version written before a rename reads as if written after it.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Options:
+    ...     library: str = option("torchvision", "", group=Group.MODELS,
+    ...                           renamed_from=("encoder",), renamed_values={"hf": "transformers"})
+    >>> renamed_options(Options, {"encoder": "hf", "seed": 0})
+    {'library': 'transformers', 'seed': 0}
+    """
+    new_names = {
+        old: known.name
+        for known in dataclasses.fields(options_type)
+        for old in known.metadata.get("renamed_from", ())
+    }
+    renamed = {new_names.get(name, name): value for name, value in values.items()}
+    for known in dataclasses.fields(options_type):
+        spellings = known.metadata.get("renamed_values", {})
+        if known.name in renamed and renamed[known.name] in spellings:
+            renamed[known.name] = spellings[renamed[known.name]]
+    return renamed
 
 
 def below(options: Any, minimum: int, names: tuple[str, ...]) -> list[str]:

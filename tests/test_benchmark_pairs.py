@@ -7,7 +7,7 @@ from benchmarks import pairs
 
 def test_the_pairs_benchmark_keeps_the_same_k_checking_fewer_pairs(closed_sets_dataset, capsys):
     directory, _ = closed_sets_dataset
-    assert pairs.main(["--version", directory, "--targets", "200"]) == 0
+    assert pairs.main(["--dataset", directory, "--targets", "200"]) == 0
     rows = [line.strip("|").split("|") for line in capsys.readouterr().out.splitlines()[2:]]
     assert [row[0].split()[0] for row in rows] == ["all", "until"]
     assert rows[0][2].strip() == "1.00x"
@@ -18,4 +18,4 @@ def test_the_pairs_benchmark_keeps_the_same_k_checking_fewer_pairs(closed_sets_d
 
 def test_the_pairs_benchmark_refuses_a_version_of_another_strategy(mcic_dataset):
     with pytest.raises(SystemExit, match="generated with --decoys mcic, not closed_sets"):
-        pairs.main(["--version", mcic_dataset])
+        pairs.main(["--dataset", mcic_dataset])

@@ -160,3 +160,109 @@ def test_the_manual_names_every_console_script():
     ]
     manual = (pathlib.Path(__file__).parent.parent / "docs" / "generate.md").read_text("utf-8")
     assert "dmc-generate" in scripts and [s for s in scripts if f"`{s}`" not in manual] == []
+
+
+HELP_COMMANDS = [
+    *([module] for _, module in _console_scripts() if module != "pipelines.rate"),
+    *(["pipelines.rate", command] for command in rate.SUBCOMMANDS),
+]
+
+
+@pytest.mark.parametrize("argv", HELP_COMMANDS, ids=" ".join)
+def test_every_command_shares_one_help_layout(argv, capsys):
+    """usage naming the command and its required flags, what it does, an example, the
+    options under their groups' headings, and the manual's page last."""
+    with pytest.raises(SystemExit):
+        importlib.import_module(argv[0]).main([*argv[1:], "--help"])
+    text = capsys.readouterr().out
+    assert re.match(r"usage: dmc-[\w-]+( \w+)? --\w+ [A-Z_]+ ", text), text[:200]
+    sections = _sections(text)
+    assert "example" in sections and "options" in sections
+    assert [flag for flag in sections["options"] if flag != "--help"] == []
+    assert sum(len(flags) for title, flags in sections.items() if title != "options") > 0
+    assert "The manual documents it all: docs/" in " ".join(text.split())
+
+
+def _renamed() -> list[tuple[str, str, str, str]]:
+    """(module, earlier flag, flag, a value it takes) of every option renamed for one
+    vocabulary."""
+    commands = {
+        "pipelines.publish": "PublishOptions",
+        "pipelines.features": "FeaturesOptions",
+        "pipelines.generate": "GenerateOptions",
+    }
+    import pipelines.options as options
+
+    return [
+        (module, f"--{old}", f"--{option.name}", (option.metadata["choices"] or ["x"])[0])
+        for module, name in commands.items()
+        for option in dataclasses.fields(getattr(options, name))
+        for old in option.metadata["renamed_from"]
+    ]
+
+
+def test_one_name_for_one_thing_across_the_commands():
+    """A version or output root to read is --dataset everywhere; an image folder --images."""
+    import pipelines.options as options
+
+    readers = [options.EvaluateOptions, options.PreviewOptions, options.PublishOptions]
+    readers += [options.TrainOptions, options.RateExportOptions]
+    for options_type in readers:
+        assert "dataset" in {f.name for f in dataclasses.fields(options_type)}, options_type
+    assert {f.name for f in dataclasses.fields(options.FeaturesOptions)} >= {"images", "library"}
+    assert "images" not in {f.name for f in dataclasses.fields(GenerateOptions)}
+    assert {(module, old, new) for module, old, new, _ in _renamed()} == {
+        ("pipelines.publish", "--version", "--dataset"),
+        ("pipelines.features", "--encoder", "--library"),
+        ("pipelines.generate", "--images", "--image_list"),
+    }
+
+
+@pytest.mark.parametrize(("module", "old", "new", "value"), _renamed())
+def test_an_earlier_name_still_runs_with_a_warning_and_is_neither_shown_nor_suggested(
+    module, old, new, value, capsys
+):
+    main = importlib.import_module(module).main
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = capsys.readouterr().out
+    assert new in shown and old not in shown.replace(new, "")
+    # refused after the flags are read (a missing required option or a bad value): the
+    # earlier name was taken, and said so
+    assert main([old, value, "--no_such_flag_here"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"warning: {old} is renamed {new}; the old name goes in the next ")
+    assert old not in err.splitlines()[-1]
+
+
+def test_a_renamed_required_option_is_still_required(capsys):
+    assert publish.main(["--repo_id", "me/mcic", "--dry_run"]) == 2
+    assert capsys.readouterr().err == ("error: the following arguments are required: --dataset\n")
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "error"),
+    [
+        # a command that runs no pipeline suggests none of Beam's flags
+        ("pipelines.publish", ["--runer", "x"], "unknown flag --runer (did you mean --dry_run?)"),
+        ("pipelines.make_corpus", ["--sead", "1"], "unknown flag --sead (did you mean --seed?)"),
+        (
+            "pipelines.publish",
+            ["--runner", "DirectRunner"],
+            "unknown flag --runner: dmc-publish runs no Beam pipeline, so it takes no pipeline "
+            "options",
+        ),
+        # a pipeline's command suggests Beam's flags too
+        ("pipelines.features", ["--runer", "x"], "unknown flag --runer (did you mean --runner?)"),
+    ],
+)
+def test_a_misspelt_flag_is_matched_only_against_flags_the_command_takes(
+    module, argv, error, capsys
+):
+    required = {
+        "pipelines.publish": ["--dataset", "d", "--repo_id", "me/mcic"],
+        "pipelines.make_corpus": ["--output", "c.json"],
+        "pipelines.features": ["--images", "i", "--output", "f.parquet"],
+    }
+    assert importlib.import_module(module).main([*required[module], *argv]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"error: {error}"

@@ -93,10 +93,10 @@ def tiny_hf(folder) -> tuple[EncoderSpec, int]:
     crop = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
     processor = transformers.CLIPImageProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size=crop)
     processor.save_pretrained(folder)
-    return EncoderSpec("hf", "", "", str(folder)), 32
+    return EncoderSpec("transformers", "", "", str(folder)), 32
 
 
-TINY = {"torchvision": tiny_torchvision, "open_clip": tiny_open_clip, "hf": tiny_hf}
+TINY = {"torchvision": tiny_torchvision, "open_clip": tiny_open_clip, "transformers": tiny_hf}
 
 
 def test_every_registered_encoder_has_a_tiny_model_here():
@@ -135,7 +135,7 @@ def test_features_of_drawn_images_feed_the_trainer(
 ):
     spec, dim = TINY[name](tmp_path / "model")
     output = str(tmp_path / "features.parquet")
-    flags = ["--images", drawn_images, "--output", output, "--encoder", spec.encoder]
+    flags = ["--images", drawn_images, "--output", output, "--library", spec.library]
     flags += ["--checkpoint", spec.checkpoint, "--batch_size", "64"]
     assert features_job.main([*flags, *(["--model", spec.model] if spec.model else [])]) == 0
     summary = capsys.readouterr().out
@@ -170,8 +170,9 @@ def test_the_same_images_give_the_same_bytes(drawn_images, tmp_path):
     pattern = os.path.join(drawn_images, "SYNTH_00000000000*.jpg")  # images 1 to 9
     outputs = [str(tmp_path / f"{run}.parquet") for run in ("a", "b")]
     for output, batch_size in zip(outputs, ("4", "3"), strict=True):
-        flags = ["--images", pattern, "--output", output, "--encoder", "hf", "--batch_size"]
-        assert features_job.main([*flags, batch_size, "--checkpoint", spec.checkpoint]) == 0
+        flags = ["--images", pattern, "--output", output, "--library", "transformers"]
+        argv = [*flags, "--batch_size", batch_size, "--checkpoint", spec.checkpoint]
+        assert features_job.main(argv) == 0
     with open(outputs[0], "rb") as first, open(outputs[1], "rb") as second:
         assert first.read() == second.read()
     assert pq.read_table(outputs[0]).num_rows == 9
@@ -188,16 +189,29 @@ def test_the_generate_path_imports_no_vision_package():
     assert result.stdout.strip() == "[]"
 
 
-def test_a_missing_vision_package_is_one_line_naming_the_extra(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    "spelling, renamed",
+    [
+        (["--library", "transformers"], []),
+        # the spellings before one vocabulary across the commands: still run, with a warning
+        (["--encoder", "hf"], ["--library hf is renamed", "--encoder is renamed --library"]),
+    ],
+)
+def test_a_missing_vision_package_is_one_line_naming_the_extra(
+    spelling, renamed, tmp_path, monkeypatch, capsys
+):
     monkeypatch.setitem(sys.modules, "transformers", None)  # what an absent package raises
     (tmp_path / "a.jpg").write_bytes(encode(draw_image(0, 1), "a.jpg"))
-    flags = ["--images", str(tmp_path), "--output", str(tmp_path / "f.parquet")]
-    assert features_job.main([*flags, "--encoder", "hf", "--checkpoint", str(tmp_path)]) == 2
-    error = capsys.readouterr().err.strip()
+    flags = ["--images", str(tmp_path), "--output", str(tmp_path / "f.parquet"), *spelling]
+    assert features_job.main([*flags, "--checkpoint", str(tmp_path)]) == 2
+    *warnings, error = capsys.readouterr().err.strip().splitlines()
     assert error == (
-        "error: --encoder hf needs transformers: pip install -e '.[vision]' (in the project's "
-        "folder)"
+        "error: --library transformers needs transformers: pip install -e '.[vision]' (in the "
+        "project's folder)"
     )
+    assert len(warnings) == len(renamed)
+    for warning, old in zip(warnings, renamed, strict=True):
+        assert warning.startswith(f"warning: {old}")
     assert not (tmp_path / "f.parquet").exists()
 
 
@@ -207,7 +221,7 @@ def test_a_checkpoint_that_is_no_model_is_an_error_naming_it(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     flags = ["--images", str(tmp_path / "*.jpg"), "--output", str(tmp_path / "f.parquet")]
-    assert features_job.main([*flags, "--encoder", "hf", "--checkpoint", str(empty)]) == 2
+    assert features_job.main([*flags, "--library", "transformers", "--checkpoint", str(empty)]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith(f"error: --checkpoint {empty}: transformers cannot load")
     assert error.count("\n") == 0
@@ -216,11 +230,11 @@ def test_a_checkpoint_that_is_no_model_is_an_error_naming_it(tmp_path, capsys):
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({}, "--encoder torchvision needs --pretrained or --checkpoint"),
-        ({"encoder": "open_clip"}, "--encoder open_clip needs --pretrained or --checkpoint"),
+        ({}, "--library torchvision needs --pretrained or --checkpoint"),
+        ({"library": "open_clip"}, "--library open_clip needs --pretrained or --checkpoint"),
         ({"pretrained": "DEFAULT", "checkpoint": "m.pt"}, "are alternatives"),
         ({"checkpoint": "m.pt", "batch_size": 0}, "--batch_size must be >= 1"),
-        ({"encoder": "vgg"}, "--encoder is one of torchvision, open_clip, hf"),
+        ({"library": "vgg"}, "--library is one of torchvision, open_clip, transformers"),
     ],
 )
 def test_invalid_options_are_explained(change, message):
@@ -230,7 +244,14 @@ def test_invalid_options_are_explained(change, message):
 
 
 def test_no_matching_images_and_clashing_names_are_errors(tmp_path, capsys):
-    flags = ["--output", str(tmp_path / "f.parquet"), "--encoder", "hf", "--checkpoint", "x"]
+    flags = [
+        "--output",
+        str(tmp_path / "f.parquet"),
+        "--library",
+        "transformers",
+        "--checkpoint",
+        "x",
+    ]
     assert features_job.main(["--images", str(tmp_path / "*.png"), *flags]) == 2
     assert capsys.readouterr().err.strip().endswith("*.png: no files match")
     for folder in ("a", "b"):
@@ -257,7 +278,7 @@ def test_images_checkpoint_and_output_on_gcs_give_the_local_bytes(tmp_path, monk
         assert make_corpus.main([*corpus, "--images_dir", str(tmp_path / "images")]) == 0
         for path in (tmp_path / "model").iterdir():
             bucket.blob(f"model/{path.name}").upload_from_filename(str(path))
-        flags = ["--encoder", "hf", "--batch_size", "4"]
+        flags = ["--library", "transformers", "--batch_size", "4"]
         remote = ["--images", "gs://dmc-features/images", "--output", "gs://dmc-features/f.parquet"]
         assert features_job.main([*remote, *flags, "--checkpoint", "gs://dmc-features/model"]) == 0
         local = ["--images", str(tmp_path / "images"), "--output", str(tmp_path / "f.parquet")]

@@ -59,7 +59,7 @@ COVERAGE = 0.95
 
 
 def options_for(language: str, output: str) -> GenerateOptions:
-    layout = {"input_format": LINES, "images": IMAGES} if language in SPACED else {}
+    layout = {"input_format": LINES, "image_list": IMAGES} if language in SPACED else {}
     return GenerateOptions(
         input=INPUTS[language], output=output, language=language, **layout, **SIZES
     )
@@ -67,7 +67,7 @@ def options_for(language: str, output: str) -> GenerateOptions:
 
 def raw_captions(options: GenerateOptions) -> list[RawCaption]:
     """The captions as written, read the way the run read them (every one of each file)."""
-    return caption_sample(expand_inputs(options.input), sys.maxsize, options.images)
+    return caption_sample(expand_inputs(options.input), sys.maxsize, options.image_list)
 
 
 def expected_tokens(language: str) -> dict[str, str]:

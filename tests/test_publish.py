@@ -82,7 +82,7 @@ def test_dry_run_lists_exactly_the_dataset_folders_files_and_uploads_nothing(
     assert "README.md" in expected and any(p.startswith("parquet/") for p in expected)
     assert folder_files(f"{version}/{BUILD}"), "the version has build artifacts to leave out"
     for given in (output, f"{output}/{LATEST_LINK}", version):
-        assert main(["--version", given, "--repo_id", "me/mcic", "--dry_run"]) == 0
+        assert main(["--dataset", given, "--repo_id", "me/mcic", "--dry_run"]) == 0
         *lines, total = capsys.readouterr().out.splitlines()
         listed = {path: int(size) for path, size in (line.split("  ") for line in lines)}
         assert len(listed) == len(lines)
@@ -96,7 +96,7 @@ def test_publish_commits_the_dataset_folders_bytes_to_a_private_dataset_repo_bra
     small_dataset, hub, capsys
 ):
     version, _ = small_dataset
-    argv = ["--version", version, "--repo_id", "me/mcic", "--private", "--revision", "v1"]
+    argv = ["--dataset", version, "--repo_id", "me/mcic", "--private", "--revision", "v1"]
     assert main(argv) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"published {os.path.basename(version)} (") and "me/mcic at v1" in line
@@ -120,7 +120,7 @@ def test_publish_again_deletes_an_earlier_versions_files_in_the_same_commit(
     }
     hub.repos["me/mcic"] = Repo("dataset", "public", {"main": dict(earlier)})
     for _ in range(2):
-        assert main(["--version", version, "--repo_id", "me/mcic"]) == 0
+        assert main(["--dataset", version, "--repo_id", "me/mcic"]) == 0
     capsys.readouterr()
     repo = hub.repos["me/mcic"]
     dataset = folder_files(f"{version}/{DATASET}")
@@ -145,7 +145,7 @@ def test_a_version_on_gcs_reaches_the_hub_as_a_local_one_does(
         for path, data in folder_files(version).items():
             bucket.blob(f"{os.path.basename(version)}/{path}").upload_from_string(data)
         remote = f"gs://dmc-publish/{os.path.basename(version)}"
-        assert main(["--version", remote, "--repo_id", "me/mcic"]) == 0
+        assert main(["--dataset", remote, "--repo_id", "me/mcic"]) == 0
     assert capsys.readouterr().out.startswith(f"published {os.path.basename(version)} (")
     dataset = folder_files(f"{version}/{DATASET}")
     assert hub.repos["me/mcic"].branches["main"] == {".gitattributes": GITATTRIBUTES, **dataset}
@@ -177,7 +177,7 @@ def test_an_incomplete_or_damaged_version_is_refused_in_one_line_naming_it(
 ):
     named = damage(version_copy)
     for dry_run in ([], ["--dry_run"]):
-        assert main(["--version", version_copy, "--repo_id", "me/mcic", *dry_run]) == 2
+        assert main(["--dataset", version_copy, "--repo_id", "me/mcic", *dry_run]) == 2
         out, err = capsys.readouterr()
         assert out == "" and err.count("\n") == 1 and named in err, err
     assert hub.repos == {} and hub.authorizations == set()
@@ -196,7 +196,7 @@ def test_a_file_altered_after_the_verification_is_not_committed(
         return verified
 
     monkeypatch.setattr(publish, "completed_dataset", verified_then_altered)
-    assert main(["--version", version_copy, "--repo_id", "me/mcic"]) == 2
+    assert main(["--dataset", version_copy, "--repo_id", "me/mcic"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"error: {card}: altered since"), err
     assert hub.repos["me/mcic"].commits == []
@@ -204,14 +204,14 @@ def test_a_file_altered_after_the_verification_is_not_committed(
 
 def test_a_version_without_a_manifest_is_refused(version_copy, hub, capsys):
     os.remove(os.path.join(version_copy, MANIFEST_FILE))
-    assert main(["--version", version_copy, "--repo_id", "me/mcic"]) == 2
+    assert main(["--dataset", version_copy, "--repo_id", "me/mcic"]) == 2
     assert version_copy in capsys.readouterr().err and hub.repos == {}
 
 
 def test_the_hubs_refusal_is_one_line_naming_the_repo(small_dataset, hub, monkeypatch, capsys):
     monkeypatch.setenv("HF_TOKEN", REFUSED_TOKEN)
     version, _ = small_dataset
-    assert main(["--version", version, "--repo_id", "me/mcic"]) == 2
+    assert main(["--dataset", version, "--repo_id", "me/mcic"]) == 2
     err = capsys.readouterr().err
     assert (
         err.count("\n") == 1 and err.startswith("error: me/mcic: the Hub refused") and "401" in err
@@ -224,18 +224,18 @@ def test_without_huggingface_hub_publishing_names_the_extra_and_a_dry_run_still_
 ):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)
     version, _ = small_dataset
-    assert main(["--version", version, "--repo_id", "me/mcic"]) == 2
+    assert main(["--dataset", version, "--repo_id", "me/mcic"]) == 2
     assert capsys.readouterr().err == (
         "error: dmc-publish needs huggingface_hub, which is not installed: pip install -e '.[hub]' "
         "(in the project's folder)\n"
     )
-    assert main(["--version", version, "--repo_id", "me/mcic", "--dry_run"]) == 0
+    assert main(["--dataset", version, "--repo_id", "me/mcic", "--dry_run"]) == 0
 
 
 @pytest.mark.parametrize("repo_id", ["mcic", "me/mcic/extra", "me/", ".me/mcic", "me/mc ic"])
 def test_a_repo_id_that_is_not_user_slash_name_is_refused(small_dataset, repo_id, capsys):
     version, _ = small_dataset
-    assert main(["--version", version, "--repo_id", repo_id, "--dry_run"]) == 2
+    assert main(["--dataset", version, "--repo_id", repo_id, "--dry_run"]) == 2
     assert capsys.readouterr().err.startswith(f"error: --repo_id {repo_id!r}: not a Hub repo id")
 
 
@@ -333,7 +333,7 @@ def test_a_failing_hub_is_one_line_of_its_own_kind_and_exit_code_2(
     its own line, naming the hub or the repo and the cause, no traceback; a silent hub is
     given up on after --timeout per try."""
     version, _ = small_dataset
-    argv = ["--version", version, "--repo_id", "me/mcic", "--timeout", "0.5"]
+    argv = ["--dataset", version, "--repo_id", "me/mcic", "--timeout", "0.5"]
     with unreliable(behaviour) as (url, requests):
         started = time.monotonic()
         assert main(argv) == 2
@@ -362,7 +362,7 @@ def test_a_timeout_that_is_not_a_positive_number_of_seconds_is_refused(
     small_dataset, timeout, capsys
 ):
     version, _ = small_dataset
-    argv = ["--version", version, "--repo_id", "me/mcic", "--timeout", timeout, "--dry_run"]
+    argv = ["--dataset", version, "--repo_id", "me/mcic", "--timeout", timeout, "--dry_run"]
     assert main(argv) == 2
     assert capsys.readouterr().err.startswith(f"error: --timeout {float(timeout)}: give ")
 
@@ -385,17 +385,17 @@ def test_a_version_the_audit_gate_held_back_is_refused_unless_allowed_with_a_war
     """Given itself or by its output (which has no latest then): refused, saying so."""
     hold_back(version_copy)
     output = os.path.dirname(os.path.dirname(version_copy))
-    hints = {output: f"give --version {version_copy} --allow_held_back", version_copy: ""}
+    hints = {output: f"give --dataset {version_copy} --allow_held_back", version_copy: ""}
     for given, hint in hints.items():
         for dry_run in ([], ["--dry_run"]):
-            assert main(["--version", given, "--repo_id", "me/mcic", *dry_run]) == 2
+            assert main(["--dataset", given, "--repo_id", "me/mcic", *dry_run]) == 2
             out, err = capsys.readouterr()
             assert out == "" and err.count("\n") == 1, err
             assert "its audit gate held it back (text-only furthest from chance" in err, err
             assert hint in err and "--allow_held_back" in err
     assert hub.repos == {}
 
-    argv = ["--version", version_copy, "--repo_id", "me/mcic", "--allow_held_back"]
+    argv = ["--dataset", version_copy, "--repo_id", "me/mcic", "--allow_held_back"]
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert out.startswith(f"published {os.path.basename(version_copy)} (")
@@ -406,7 +406,7 @@ def test_a_version_the_audit_gate_held_back_is_refused_unless_allowed_with_a_war
     with open(os.path.join(output, LATEST_FILE), "w") as file:
         file.write(f"{os.path.basename(version_copy)}\n")
     for given in hints:
-        assert main(["--version", given, "--repo_id", "me/mcic", "--dry_run"]) == 0
+        assert main(["--dataset", given, "--repo_id", "me/mcic", "--dry_run"]) == 0
         assert capsys.readouterr().err == ""
 
 
@@ -416,7 +416,7 @@ def test_a_latest_txt_that_is_not_utf8_is_refused_in_one_line_naming_it(version_
     with open(latest, "wb") as file:
         file.write(b"\xff\xfe" + os.path.basename(version_copy).encode("utf-16-le"))
     for dry_run in ([], ["--dry_run"]):
-        assert main(["--version", output, "--repo_id", "me/mcic", *dry_run]) == 2
+        assert main(["--dataset", output, "--repo_id", "me/mcic", *dry_run]) == 2
         out, err = capsys.readouterr()
         assert out == "" and err.startswith(f"error: {latest}: not UTF-8 (byte 0)"), err
         assert err.count("\n") == 1
@@ -429,12 +429,12 @@ def test_a_folder_that_is_no_dataset_is_called_what_it_is(version_copy, tmp_path
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "todo.txt").write_text("publish\n")
-    assert main(["--version", str(folder), "--repo_id", "me/mcic", "--dry_run"]) == 2
+    assert main(["--dataset", str(folder), "--repo_id", "me/mcic", "--dry_run"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {folder}: not a dataset: neither a version (no "), err
     assert err.count("\n") == 1
 
     os.remove(os.path.join(version_copy, COMPLETE_FILE))
     for given in (version_copy, os.path.dirname(os.path.dirname(version_copy))):
-        assert main(["--version", given, "--repo_id", "me/mcic", "--dry_run"]) == 2
+        assert main(["--dataset", given, "--repo_id", "me/mcic", "--dry_run"]) == 2
         assert "failed or is still running" in capsys.readouterr().err, given

@@ -107,7 +107,7 @@ def test_cli_refuses_a_cr_in_an_image_list_in_one_line_before_any_work(tmp_path,
     paths = _write(tmp_path, {"images.txt": "a.jpg\nb\r.jpg\n", "captions.de": "Eins.\nZwei.\n"})
     output = tmp_path / "out"
     argv = ["--input", paths["captions.de"], "--output", str(output), "--input_format", LINES]
-    assert main([*argv, "--images", paths["images.txt"]]) == 2
+    assert main([*argv, "--image_list", paths["images.txt"]]) == 2
     assert capsys.readouterr().err == (
         f"error: {paths['images.txt']}: line 2: the image file name 'b\\r.jpg' holds a control "
         "character (U+000D); file names cannot hold tabs, line breaks or other control "
@@ -125,11 +125,11 @@ def test_a_wrong_line_count_fails_the_pipeline_naming_both_files(tmp_path):
 
 def test_the_option_needs_its_image_list_and_the_list_needs_the_option():
     options = GenerateOptions(input="a", output="b")
-    with pytest.raises(InputError, match="--input_format lines needs --images"):
+    with pytest.raises(InputError, match="--input_format lines needs --image_list"):
         dataclasses.replace(options, input_format=LINES).validate()
-    with pytest.raises(InputError, match="--images is read with --input_format lines only"):
-        dataclasses.replace(options, images="images.txt").validate()
-    dataclasses.replace(options, input_format=LINES, images="images.txt").validate()
+    with pytest.raises(InputError, match="--image_list is read with --input_format lines only"):
+        dataclasses.replace(options, image_list="images.txt").validate()
+    dataclasses.replace(options, input_format=LINES, image_list="images.txt").validate()
 
 
 def test_the_image_list_names_the_version_by_its_content_not_its_path(tmp_path):
@@ -139,32 +139,32 @@ def test_the_image_list_names_the_version_by_its_content_not_its_path(tmp_path):
     )
     other = _write(tmp_path / "..", {"c.txt": "1.jpg\n2.jpg\n"})["c.txt"]
     options = GenerateOptions(
-        input=paths["captions.1.de"], output="out", input_format=LINES, images=paths["a.txt"]
+        input=paths["captions.1.de"], output="out", input_format=LINES, image_list=paths["a.txt"]
     )
 
     def name(images: str) -> str:
-        changed = dataclasses.replace(options, images=images)
+        changed = dataclasses.replace(options, image_list=images)
         return version_name(changed, input_checksums(changed, [paths["captions.1.de"]]))
 
     assert name(paths["b.txt"]) == name(paths["a.txt"])
     assert name(other) != name(paths["a.txt"])
-    with pytest.raises(InputError, match=r"--images .*nothing\.txt: no such file"):
+    with pytest.raises(InputError, match=r"--image_list .*nothing\.txt: no such file"):
         name(str(tmp_path / "nothing.txt"))
 
 
 def test_the_default_format_leaves_existing_version_names_alone():
     checksums = [{"sha256": "a" * 64}]
     default = GenerateOptions(input="a", output="b")
-    before = dataclasses.make_dataclass(  # the options before --input_format and --images
+    before = dataclasses.make_dataclass(  # the options before --input_format and --image_list
         "GenerateOptions",
         [
             (f.name, f.type, dataclasses.field(default=f.default))
             for f in dataclasses.fields(GenerateOptions)
-            if f.name not in ("input_format", "images")
+            if f.name not in ("input_format", "image_list")
         ],
     )
     assert version_name(before(input="a", output="b"), checksums) == version_name(
         default, checksums
     )
-    lines = dataclasses.replace(default, input_format=LINES, images="i.txt")
+    lines = dataclasses.replace(default, input_format=LINES, image_list="i.txt")
     assert version_name(lines, checksums) != version_name(default, checksums)

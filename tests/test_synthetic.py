@@ -2,6 +2,7 @@ import hashlib
 import json
 
 from pipelines import make_corpus
+from pipelines.options.make_corpus import MAX_IMAGES
 from transforms.corpus.read import parse_captions
 from transforms.corpus.synthetic import coco_document, images
 
@@ -57,7 +58,7 @@ def test_make_corpus_bounds(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(make_corpus, "write_coco", write_coco)
     output = ["--output", str(tmp_path / "c.json")]
-    assert make_corpus.MAX_IMAGES == 660_000  # 3.3M captions at five per image
+    assert MAX_IMAGES == 660_000  # 3.3M captions at five per image
     assert make_corpus.main([*output, "--num_images", "660000"]) == 0
     assert make_corpus.main([*output, "--num_images", "660000", "--captions_per_image", "1"]) == 0
     assert written == [(660_000, 5), (660_000, 1)]

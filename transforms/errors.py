@@ -30,6 +30,18 @@ def install_command(extras: str) -> str:
 _MARKER = f"{InputError.__module__}.{InputError.__qualname__}: "
 
 
+def first_line(error: BaseException | str) -> str:
+    r"""A message as one line, for a message of ours that quotes a library's: many have
+    several lines; an exception with none is named by its type.
+
+    >>> first_line(OSError("no config.json\nin folder x"))
+    'no config.json'
+    >>> first_line(KeyError())
+    'KeyError'
+    """
+    return (str(error).strip().splitlines() or [""])[0] or type(error).__name__
+
+
 def input_error_message(error: BaseException) -> str | None:
     """The InputError's message inside ``error``, or None if it holds none.
 

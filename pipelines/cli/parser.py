@@ -8,8 +8,9 @@ import argparse
 import dataclasses
 import difflib
 import shutil
+import sys
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,8 +116,41 @@ def shown_choices(name: str, choices: tuple[str, ...] | None) -> tuple[str | Non
     return name.upper(), f"; one of: {', '.join(typed)}"
 
 
+def warn_renamed(old: str, new: str) -> None:
+    """One line on stderr for a name kept for one release: the command still runs."""
+    print(
+        f"warning: {old} is renamed {new}; the old name goes in the next release", file=sys.stderr
+    )
+
+
+class Renamed:
+    """An option's value type that takes its choices' earlier spellings (``renamed_values``)."""
+
+    def __init__(self, flag: str, type: Callable[[str], Any], spellings: dict[str, str]):
+        self.flag, self.type, self.spellings = flag, type, spellings
+        self.__name__ = getattr(type, "__name__", "value")  # argparse names it in errors
+
+    def __call__(self, value: str) -> Any:
+        if value in self.spellings:
+            warn_renamed(f"{self.flag} {value}", f"{self.flag} {self.spellings[value]}")
+            value = self.spellings[value]
+        return self.type(value)
+
+
+class RenamedFlag(argparse.Action):
+    """An option's earlier name: sets the option, with a warning, and is not in --help."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        warn_renamed(option_string, f"--{self.dest}")
+        setattr(namespace, self.dest, values)
+
+
 def add_arguments(parser: argparse.ArgumentParser, *options_types: type) -> None:
-    """Each option under its group's heading, which options of several types may share."""
+    """Each option under its group's heading, which options of several types may share.
+
+    A renamed option's earlier names are hidden flags of the same destination; argparse
+    cannot then require the option itself, so :func:`missing_required` does.
+    """
     groups: dict[str, Any] = {}
     for options_type in options_types:
         for option in dataclasses.fields(options_type):
@@ -130,24 +164,61 @@ def add_arguments(parser: argparse.ArgumentParser, *options_types: type) -> None
                 + listed
                 + (" (required)" if required else f" (default: {shown_default(option)})")
             )
+            flag, old_flags = f"--{option.name}", option.metadata["renamed_from"]
             if option.type is bool:
-                groups[title].add_argument(f"--{option.name}", action="store_true", help=help)
+                groups[title].add_argument(flag, action="store_true", help=help)
+                for old in old_flags:
+                    groups[title].add_argument(
+                        f"--{old}",
+                        dest=option.name,
+                        action=RenamedFlag,
+                        nargs=0,
+                        const=True,
+                        help=argparse.SUPPRESS,
+                    )
                 continue
+            value_type = option.type
+            if option.metadata["renamed_values"]:
+                value_type = Renamed(flag, option.type, option.metadata["renamed_values"])
+            value = {"type": value_type, "choices": choices, "metavar": metavar}
             groups[title].add_argument(
-                f"--{option.name}",
-                type=option.type,
-                required=required,
+                flag,
+                required=required and not old_flags,
                 default=None if required else option.default,
-                choices=choices,
-                metavar=metavar,
                 help=help,
+                **value,
             )
+            for old in old_flags:
+                groups[title].add_argument(
+                    f"--{old}",
+                    dest=option.name,
+                    action=RenamedFlag,
+                    help=argparse.SUPPRESS,
+                    **value,
+                )
+
+
+def missing_required(values: dict[str, Any], *options_types: type) -> None:
+    """argparse's own message for required options it could not require (renamed ones)."""
+    missing = [
+        f"--{option.name}"
+        for options_type in options_types
+        for option in dataclasses.fields(options_type)
+        if option.default is REQUIRED and values[option.name] is None
+    ]
+    if missing:
+        raise InputError(f"the following arguments are required: {', '.join(missing)}")
 
 
 def known_flags(parser: argparse.ArgumentParser) -> list[str]:
-    """Every flag ``parser`` takes, -h and --help included."""
+    """Every flag ``parser`` shows in --help, -h and --help included: what a typo is
+    matched against (a renamed option's earlier name is taken, never suggested)."""
     # private: argparse has no public listing of a parser's flags
-    return list(parser._option_string_actions)
+    return [
+        flag
+        for flag, action in parser._option_string_actions.items()
+        if action.help is not argparse.SUPPRESS
+    ]
 
 
 def beam_parser() -> argparse.ArgumentParser:
@@ -217,15 +288,20 @@ def parse_flags(
     """
     parser = flags_parser(command, *options_types)
     known, beam_args = parser.parse_known_args(argv)
-    beam = beam_parser()
-    _, unknown = beam.parse_known_args(beam_args)
-    refuse_unknown(unknown, [*known_flags(parser), *known_flags(beam)])
-    if beam_args and command is not None and not command.beam:
-        raise InputError(
-            f"unknown flag {beam_args[0]}: {command.prog} runs no Beam pipeline, so it takes "
-            "no pipeline options"
-        )
+    if command is None or command.beam:
+        beam = beam_parser()
+        _, unknown = beam.parse_known_args(beam_args)
+        refuse_unknown(unknown, [*known_flags(parser), *known_flags(beam)])
+    elif beam_args:
+        flag = beam_args[0].split("=", 1)[0]
+        if flag in known_flags(beam_parser()):
+            raise InputError(
+                f"unknown flag {flag}: {command.prog} runs no Beam pipeline, so it takes no "
+                "pipeline options"
+            )
+        refuse_unknown(beam_args, known_flags(parser))  # suggesting its own flags only
     values = vars(known)
+    missing_required(values, *options_types)
     parsed = [
         options_type(**{f.name: values[f.name] for f in dataclasses.fields(options_type)})
         for options_type in options_types

@@ -18,6 +18,7 @@ from pipelines.options import (
     FeaturesOptions,
     GenerateOptions,
     LogOptions,
+    MakeCorpusOptions,
     PreviewOptions,
     PublishOptions,
     RateExportOptions,
@@ -43,6 +44,7 @@ TABLES = {
     "rate-import": RateImportOptions,
     "rate-filter": RateFilterOptions,
     "log": LogOptions,
+    "make-corpus": MakeCorpusOptions,
 }
 
 

@@ -1,4 +1,5 @@
-"""dmc-features' options: which images, which encoder, where the vectors go."""
+"""dmc-features' options: which images, which encoder (by the library that loads it),
+where the vectors go."""
 
 from dataclasses import dataclass
 
@@ -30,7 +31,14 @@ class FeaturesOptions:
         "the unreadable images are listed beside it (feats.skipped.json for feats.parquet)",
         group=Group.IO,
     )
-    encoder: str = option("torchvision", _encoders_help(), tuple(ENCODERS), group=Group.MODELS)
+    library: str = option(
+        "torchvision",
+        _encoders_help(),
+        tuple(ENCODERS),
+        group=Group.MODELS,
+        renamed_from=("encoder",),
+        renamed_values={"hf": "transformers"},
+    )
     model: str = option(
         "",
         "the encoder's model: a torchvision model name, an open_clip model name, a Hub id",
@@ -50,12 +58,12 @@ class FeaturesOptions:
     batch_size: int = option(32, "images encoded at once", group=Group.PERFORMANCE)
 
     def encoder_spec(self) -> EncoderSpec:
-        return EncoderSpec(self.encoder, self.model, self.pretrained, self.checkpoint)
+        return EncoderSpec(self.library, self.model, self.pretrained, self.checkpoint)
 
     def validate(self) -> None:
         problems = below(self, 1, ("batch_size",))
-        if self.encoder not in ENCODERS:
-            problems.append(f"--encoder is one of {', '.join(ENCODERS)}")
+        if self.library not in ENCODERS:
+            problems.append(f"--library is one of {', '.join(ENCODERS)}")
         elif self.pretrained and self.checkpoint:
             problems.append("--pretrained and --checkpoint are alternatives: give one")
         else:

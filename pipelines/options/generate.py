@@ -57,15 +57,16 @@ class RunOptions:
         AUTO_FORMAT,
         "auto: each --input file is COCO json or a Flickr token file, told by its first "
         "character; lines: Multi30k's layout, one caption per line, line i of every file "
-        "describing the image on line i of --images",
+        "describing the image on line i of --image_list",
         INPUT_FORMATS,
         group=Group.IO,
     )
-    images: str = option(
+    image_list: str = option(
         "",
         "with --input_format lines: the image list, one image file name per line (through "
         "Beam's filesystems; its checksum, not its path, enters the version name)",
         group=Group.IO,
+        renamed_from=("images",),
     )
     label: str = option(
         "", "prefix of the version name, e.g. coco2014 -> coco2014-<digest>", group=Group.IO
@@ -278,7 +279,7 @@ class RunOptions:
         """These options with --language resolved (``auto`` detected, logged) and checked
         against the first captions of each input: the version is named after the language
         it used. generate and optimize resolve it before a run."""
-        sample = caption_sample(inputs, SAMPLE_PER_FILE, self.images)
+        sample = caption_sample(inputs, SAMPLE_PER_FILE, self.image_list)
         language, reason = resolve_language(self.language, sample)
         if reason:  # a progress line: a scheduler's log keeps it too
             report("language", "%s", reason)
@@ -416,10 +417,10 @@ class RunOptions:
                     f"--{flag.name} is read by --decoys {' or '.join(readers)}, not {self.decoys}"
                 )
         problems += self.strategy_options().problems()
-        if self.input_format == LINES and not self.images:
-            problems.append("--input_format lines needs --images, the image list")
-        if self.images and self.input_format != LINES:
-            problems.append("--images is read with --input_format lines only")
+        if self.input_format == LINES and not self.image_list:
+            problems.append("--input_format lines needs --image_list, the image list")
+        if self.image_list and self.input_format != LINES:
+            problems.append("--image_list is read with --input_format lines only")
         needs_english = STRATEGIES[self.decoys].needs_english(self.strategy_options())
         if needs_english and self.language not in (ENGLISH.code, AUTO):  # auto: once resolved
             problems.append(

@@ -22,11 +22,12 @@ DEFAULT_TIMEOUT = 10.0
 
 @dataclass(frozen=True)
 class PublishOptions:
-    version: str = option(
+    dataset: str = option(
         REQUIRED,
         "generate's --output (its latest version), OUTPUT/latest, or one completed "
         "OUTPUT/versions/<version>: its dataset/ folder is what the repo receives",
         group=Group.IO,
+        renamed_from=("version",),
     )
     repo_id: str = option(
         REQUIRED,

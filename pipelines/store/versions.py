@@ -80,7 +80,7 @@ NOT_LISTED = (COMPLETE_FILE, MANIFEST_FILE, LOCK_FILE)
 # the inputs', not their paths.
 NO_CONTENT_OPTIONS = (
     "input",
-    "images",
+    "image_list",
     "pv_model",
     "validity_model",
     "objects",

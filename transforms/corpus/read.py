@@ -3,7 +3,7 @@
 Two input formats (``--input_format``): ``auto``, where each file is a COCO captions file or a
 Flickr token file, told by its first character; and ``lines``, Multi30k's layout, where every
 input file holds one caption per line and line i describes the image on line i of an image list
-(``--images``).
+(``--image_list``).
 
 Everything goes through ``apache_beam.io.filesystems``, so local paths and
 ``gs://`` work alike; gzip-compressed files are read as such, and a UTF-8 byte
@@ -253,7 +253,7 @@ def image_id_of(file_name: str) -> str:
 
 
 def parse_image_list(path: str, data: bytes) -> list[str]:
-    """The image file names of ``--images``, one a line; their ids must be distinct."""
+    """The image file names of ``--image_list``, one a line; their ids must be distinct."""
     names = [line.strip() for line in split_lines(decode(path, data))]
     first_line: dict[str, int] = {}
     for number, name in enumerate(names, start=1):

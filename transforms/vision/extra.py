@@ -9,7 +9,7 @@ that needs it, not an import error of the package.
 import importlib
 from types import ModuleType
 
-from transforms.errors import InputError, install_command
+from transforms.errors import InputError, first_line, install_command
 
 # module -> the distribution that installs it, and the extras a vision command needs for it
 DISTRIBUTIONS = {
@@ -23,10 +23,10 @@ DISTRIBUTIONS = {
 def vision_module(name: str, needed_by: str) -> ModuleType:
     """``importlib.import_module(name)``, or an InputError naming the extra.
 
-    >>> vision_module("nope", "--encoder x")  # doctest: +ELLIPSIS
+    >>> vision_module("nope", "--library x")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    transforms.errors.InputError: --encoder x needs nope: pip install -e '.[vision]' (in ...
+    transforms.errors.InputError: --library x needs nope: pip install -e '.[vision]' (in ...
     """
     package, extras = DISTRIBUTIONS.get(name.split(".")[0], (name, "vision"))
     try:
@@ -35,8 +35,8 @@ def vision_module(name: str, needed_by: str) -> ModuleType:
         message = f"{needed_by} needs {package}: {install_command(extras)}"
         raise InputError(message) from error
     except (RuntimeError, OSError) as error:  # e.g. a CUDA torchvision beside a CPU torch
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise InputError(
-            f"{needed_by} needs {package}, which is installed but does not load ({reason}): "
+            f"{needed_by} needs {package}, which is installed but does not load "
+            f"({first_line(error)}): "
             "install the build of it that matches your torch"
         ) from error

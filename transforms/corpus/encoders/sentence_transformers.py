@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from transforms.corpus.encoders.base import EncoderIdentity, SentenceEncoder
-from transforms.errors import InputError
+from transforms.errors import InputError, first_line
 from transforms.progress import quiet_model_libraries
 
 BATCH_SIZE = 256
@@ -46,10 +46,9 @@ class SentenceTransformersEncoder(SentenceEncoder):
         try:
             self._model = SentenceTransformer(str(folder), device="cpu")
         except Exception as error:  # OSError (files missing), ValueError (unknown type), ...
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             raise InputError(
                 f"validity model {identity.model}: sentence-transformers cannot load {folder} "
-                f"({reason})"
+                f"({first_line(error)})"
             ) from error
 
     @property

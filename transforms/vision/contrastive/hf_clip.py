@@ -11,7 +11,7 @@ import os
 import numpy as np
 from PIL import Image
 
-from transforms.errors import InputError
+from transforms.errors import InputError, first_line
 from transforms.progress import quiet_model_libraries
 from transforms.vision.contrastive.base import (
     ContrastiveModel,
@@ -56,8 +56,9 @@ class HfClip(ContrastiveModel):
             tokenizer = transformers.AutoTokenizer.from_pretrained(source)
             processor = transformers.AutoImageProcessor.from_pretrained(source)
         except (OSError, ValueError) as error:
-            first = str(error).strip().splitlines()[0]
-            raise InputError(f"{source}: transformers cannot load it: {first}") from None
+            raise InputError(
+                f"{source}: transformers cannot load it: {first_line(error)}"
+            ) from None
         return cls(model.eval(), tokenizer, processor, spec.batch_size)
 
     def encode_images(self, images: list[Image.Image]) -> np.ndarray:

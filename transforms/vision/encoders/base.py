@@ -26,7 +26,7 @@ from transforms.vision.extra import vision_module
 
 @dataclass(frozen=True)
 class EncoderSpec:
-    encoder: str  # the family's registry name
+    library: str  # the family's registry name: the library that loads it
     model: str  # the library's model name or id; "" for the family's default
     pretrained: str  # weights by name; "" for none
     checkpoint: str  # a checkpoint file or folder; "" for none
@@ -64,7 +64,7 @@ class ImageEncoder(ABC):
 
     def encode(self, pixels: np.ndarray) -> np.ndarray:
         """float32 (n, channels, height, width) -> float32 (n, dim)."""
-        torch = vision_module("torch", f"--encoder {self.name}")
+        torch = vision_module("torch", f"--library {self.name}")
         with self._lock, torch.inference_mode():
             was_deterministic = torch.are_deterministic_algorithms_enabled()
             torch.use_deterministic_algorithms(True)

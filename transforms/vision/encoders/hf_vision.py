@@ -19,7 +19,7 @@ from transforms.vision.extra import vision_module
 
 
 class HfVision(ImageEncoder):
-    name: ClassVar[str] = "hf"
+    name: ClassVar[str] = "transformers"
     default_model: ClassVar[str] = "openai/clip-vit-base-patch32"
     summary: ClassVar[str] = (
         "a Hugging Face transformers model; --model is its Hub id, --pretrained a Hub "
@@ -32,7 +32,7 @@ class HfVision(ImageEncoder):
 
     @classmethod
     def load(cls, spec: EncoderSpec) -> "HfVision":
-        needed_by = f"--encoder {cls.name}"
+        needed_by = f"--library {cls.name}"
         seeded(needed_by)
         transformers = vision_module("transformers", needed_by)
         source = local_checkpoint(spec.checkpoint) if spec.checkpoint else spec.model

@@ -34,11 +34,11 @@ class OpenClipImage(ImageEncoder):
     def problems(cls, spec: EncoderSpec) -> list[str]:
         if spec.pretrained or spec.checkpoint:
             return []
-        return ["--encoder open_clip needs --pretrained or --checkpoint: random weights"]
+        return ["--library open_clip needs --pretrained or --checkpoint: random weights"]
 
     @classmethod
     def load(cls, spec: EncoderSpec) -> "OpenClipImage":
-        needed_by = f"--encoder {cls.name}"
+        needed_by = f"--library {cls.name}"
         seeded(needed_by)
         open_clip = vision_module("open_clip", needed_by)
         model_name, pretrained = spec.model or cls.default_model, spec.pretrained or None

@@ -1,4 +1,4 @@
-"""The image encoder families, by the name ``--encoder`` takes: their one registration."""
+"""The image encoder families, by the name ``--library`` takes: their one registration."""
 
 from transforms.errors import InputError
 from transforms.vision.encoders.base import EncoderSpec, ImageEncoder
@@ -13,9 +13,9 @@ ENCODERS: dict[str, type[ImageEncoder]] = {
 
 def encoder_family(spec: EncoderSpec) -> type[ImageEncoder]:
     try:
-        return ENCODERS[spec.encoder]
+        return ENCODERS[spec.library]
     except KeyError:
-        raise InputError(f"--encoder {spec.encoder}: one of {', '.join(ENCODERS)}") from None
+        raise InputError(f"--library {spec.library}: one of {', '.join(ENCODERS)}") from None
 
 
 def load_encoder(spec: EncoderSpec) -> ImageEncoder:

@@ -33,11 +33,11 @@ class TorchvisionBackbone(ImageEncoder):
     def problems(cls, spec: EncoderSpec) -> list[str]:
         if spec.pretrained or spec.checkpoint:
             return []
-        return ["--encoder torchvision needs --pretrained or --checkpoint: random weights"]
+        return ["--library torchvision needs --pretrained or --checkpoint: random weights"]
 
     @classmethod
     def load(cls, spec: EncoderSpec) -> "TorchvisionBackbone":
-        needed_by = f"--encoder {cls.name}"
+        needed_by = f"--library {cls.name}"
         torch = seeded(needed_by)
         models = vision_module("torchvision", needed_by).models
         model_name = spec.model or cls.default_model
