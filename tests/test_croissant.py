@@ -18,7 +18,9 @@ import os
 import mlcroissant
 import pyarrow.parquet as pq
 import pytest
+from mlcroissant._src.core.rdf import make_context
 
+from pipelines.store.metadata import dataset_shards, write_metadata
 from pipelines.store.versions import read_manifest
 from schemas.instance import FIELDS
 from schemas.layout import (
@@ -31,9 +33,12 @@ from schemas.layout import (
     dataset_path,
     shard_pattern,
 )
+from transforms.corpus.split import SPLITS
 from transforms.files import list_files
 from transforms.report.card import cited, corpus
+from transforms.report.croissant import CROISSANT, PARQUET_FORMAT, license_url
 from transforms.report.tfds import tfds_dataset_info, tfds_features
+from transforms.strategies.registry import STRATEGIES
 
 TFDS_WRITTEN = os.path.join(os.path.dirname(__file__), "data", "tfds")
 # Recommended, not required; a run's date would make reruns differ (croissant.py)
@@ -62,13 +67,154 @@ def test_metadata_is_valid_croissant(croissant):
     issues = dataset.metadata.ctx.issues
     assert not issues.errors
     assert [warning.split("] ", 1)[1] for warning in issues.warnings] == [NO_DATE]
-    # the card's licence and citations: the synthetic corpus is the project's own text
+    # the card's licence and citations: the synthetic corpus is the project's own text, under
+    # no licence a URL names, so its licence is the card's word, named by the card's id
     manifest = read_manifest(directory)
-    assert dataset.metadata.license == [corpus(manifest).license] == ["other"]
+    [license] = dataset.metadata.license
+    assert (license.name, license.description) == ("other", corpus(manifest).licence)
+    assert dataset.metadata.name == "dmc-synthetic-closed_sets"
     assert dataset.metadata.cite_as == "\n\n".join(cited(manifest))
     assert "Ding" in dataset.metadata.cite_as and "COCO" not in dataset.metadata.cite_as
     name = os.path.basename(directory)
     assert dataset.metadata.version.endswith(f"+{name}")
+
+
+def through_mlcroissant(manifest: dict, written: dict) -> dict:
+    """What mlcroissant's own API (``mlc.Metadata(...).to_json()``) writes for the version of
+    ``manifest``: its shards and fields from the manifest and the instance schema, its prose
+    and scalars (``written``'s, what the other tests check) as given."""
+    # mlc.Context starts with Croissant 1.0's @context; 1.1's comes from this private helper
+    ctx = mlcroissant.Context(conforms_to=CROISSANT)
+    ctx.rdf = mlcroissant.Rdf(context=make_context(ctx))
+    shards = sorted(dataset_shards(manifest["files"], PARQUET), key=lambda entry: entry["path"])
+    splits = [s for s in SPLITS if any(e["path"].startswith(f"{PARQUET}/{s}/") for e in shards)]
+    num_options = STRATEGIES[manifest["options"]["decoys"]].num_options
+    described = {node["@id"]: node["description"] for node in written["recordSet"]}
+    described |= {node["@id"]: node.get("description") for node in written["distribution"]}
+    types = {
+        "string": mlcroissant.DataType.TEXT,
+        "int64": mlcroissant.DataType.INTEGER,
+        "float64": mlcroissant.DataType.FLOAT,
+    }
+
+    def field(split: str, field) -> mlcroissant.Field:
+        return mlcroissant.Field(
+            ctx=ctx,
+            id=f"{split}/{field.name}",
+            name=field.name,
+            description=field.doc,
+            data_types=[types[field.kind]],
+            source=mlcroissant.Source(
+                ctx=ctx,
+                file_set=f"{PARQUET}/{split}",
+                extract=mlcroissant.Extract(ctx=ctx, column=field.name),
+            ),
+            is_array=True if field.repeated else None,
+            array_shape=str(field.length(num_options)) if field.repeated else None,
+        )
+
+    files = [
+        mlcroissant.FileObject(
+            ctx=ctx,
+            id=entry["path"],
+            name=entry["path"],
+            content_url=entry["path"],
+            content_size=f"{entry['bytes']} B",
+            encoding_formats=[PARQUET_FORMAT],
+            sha256=entry["sha256"],
+        )
+        for entry in shards
+    ]
+    sets = [
+        mlcroissant.FileSet(
+            ctx=ctx,
+            id=f"{PARQUET}/{split}",
+            name=f"{PARQUET}/{split}",
+            description=described[f"{PARQUET}/{split}"],
+            encoding_formats=[PARQUET_FORMAT],
+            includes=[f"{PARQUET}/{split}/{split}-*.parquet"],
+        )
+        for split in splits
+    ]
+    records = [
+        mlcroissant.RecordSet(
+            ctx=ctx,
+            id=split,
+            name=split,
+            description=described[split],
+            key=[f"{split}/example_id"],
+            fields=[field(split, one) for one in FIELDS],
+        )
+        for split in splits
+    ]
+    source = corpus(manifest)
+    url = license_url(source.license)
+    license = url or mlcroissant.CreativeWork(
+        ctx=ctx, name=source.license, description=source.licence
+    )
+    language = manifest.get("language", {}).get("code")
+    metadata = mlcroissant.Metadata(  # raises on a validation error
+        ctx=ctx,
+        name=written["name"],
+        description=written["description"],
+        version=written["version"],
+        license=[license],
+        cite_as="\n\n".join(cited(manifest)),
+        in_language=[language] if language else None,
+        distribution=[*files, *sets],
+        record_sets=records,
+        # schema.org's identifier is not among mlcroissant's properties
+        extra_properties={"identifier": written["identifier"]},
+    )
+    return metadata.to_json()
+
+
+def test_croissant_is_what_mlcroissants_api_writes(croissant):
+    """The hand-built JSON-LD (croissant.py says why) is the document mlcroissant's Python API
+    makes of the same version: the same keys, values, @context and licence node."""
+    directory, _ = croissant
+    with open(dataset_path(directory, CROISSANT_FILE), encoding="utf-8") as handle:
+        written = json.load(handle)
+    assert written == through_mlcroissant(read_manifest(directory), written)
+
+
+def manifest_of(inputs: list[dict]) -> dict:
+    """The parts of a manifest ``write_metadata`` reads, for a version of ``inputs``."""
+    return {
+        "inputs": inputs,
+        "options": {"decoys": "closed_sets", "captions_license": "cc-by-4.0"},
+        "code": {"versions": {"dmc-datasets": "0.1.0"}},
+    }
+
+
+CORPORA = {
+    "coco": [{"path": "/in/captions_train2014.json", "bytes": 1, "synthetic": False}],
+    "flickr": [{"path": "/in/results_20130124.token", "bytes": 1, "synthetic": False}],
+    "synthetic": [{"path": "/in/captions_synthetic.json", "bytes": 1, "synthetic": True}],
+}
+
+
+def test_each_corpus_names_its_own_dataset_and_a_licence_url(tmp_path):
+    """COCO's, Flickr's and the synthetic corpus's datasets of one strategy differ in name;
+    the licence of a corpus under an SPDX licence is its URL."""
+    shard = {"path": f"{DATASET}/{PARQUET}/dev/dev-00000-of-00001.parquet", "bytes": 1}
+    written = {}
+    for name, inputs in CORPORA.items():
+        directory = str(tmp_path / name)
+        write_metadata(directory, "v1", manifest_of(inputs), [{**shard, "sha256": "0" * 64}])
+        path = dataset_path(directory, CROISSANT_FILE)
+        assert not mlcroissant.Dataset(jsonld=path).metadata.ctx.issues.errors
+        with open(path, encoding="utf-8") as handle:
+            written[name] = json.load(handle)
+    names = {name: metadata["name"] for name, metadata in written.items()}
+    assert names == {
+        "coco": "dmc-coco-closed_sets",
+        "flickr": "dmc-image-captions-closed_sets",
+        "synthetic": "dmc-synthetic-closed_sets",
+    }
+    cc_by = "https://spdx.org/licenses/CC-BY-4.0.html"
+    assert written["coco"]["license"] == written["flickr"]["license"] == cc_by
+    assert written["synthetic"]["license"]["name"] == "other"
 
 
 @pytest.mark.parametrize("split", ["train", "dev", "test"])

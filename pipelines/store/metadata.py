@@ -20,7 +20,7 @@ from schemas.layout import (
 )
 from transforms.files import write_json
 from transforms.report.card import cited, corpus
-from transforms.report.croissant import croissant_metadata
+from transforms.report.croissant import croissant_metadata, croissant_name
 from transforms.report.tfds import tfds_dataset_info, tfds_features, tfds_name
 from transforms.strategies.registry import STRATEGIES
 
@@ -67,14 +67,16 @@ def write_metadata(directory: str, name: str, manifest: dict, files: list[dict])
         f"and {strategy.num_options} captions, its own and {strategy.num_options - 1} decoys "
         f"({strategy.name}: {strategy.summary})."
     )
+    source = corpus(manifest)
     about = {
         "description": description,
-        "license": corpus(manifest).license,
+        "license": source.license,
         "citation": "\n\n".join(cited(manifest)),
     }
     croissant = croissant_metadata(
-        name=f"dmc-{options['decoys']}",
+        name=croissant_name(source.tag, options["decoys"]),
         version=name,
+        license_terms=source.licence,
         package=package,
         num_options=strategy.num_options,
         shards=dataset_shards(files, PARQUET),

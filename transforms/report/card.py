@@ -4,7 +4,8 @@ The front matter's ``configs`` name the Parquet shards of each split, so
 ``datasets.load_dataset(<directory>)`` reads exactly those (never the TFRecord
 or text copies, never another version), and its ``dataset_info`` gives the
 features and each split's instance count, which ``datasets`` checks on load.
-YAML is written by hand: every scalar is JSON-quoted, which YAML reads as is. The
+The YAML is huggingface_hub's ``DatasetCardData(...).to_yaml()``: the Hub's own model of
+card metadata, dumped by PyYAML, which quotes what YAML would misread (a language ``no``). The
 Markdown under it is ``assets/version_card.md``, a ``string.Template`` whose ``${name}``
 fields are filled here. The root's card is the latest version's card with every path
 taken from the root (``at``), under ``assets/root_card.md``'s word on the versions.
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from string import Template
 
 from apache_beam.io.filesystems import FileSystems
+from huggingface_hub import DatasetCardData
 
 from schemas.instance import FIELDS, MCIC_OPTIONS, OPTION
 from schemas.layout import CARD_FILE, PARQUET, relative_shard_pattern
@@ -60,10 +62,6 @@ SIZE_CATEGORIES = (
     (10_000_000, "1M<n<10M"),
     (100_000_000, "10M<n<100M"),
 )
-
-
-def _quoted(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 def plural(noun: str, count: int) -> str:
@@ -178,44 +176,42 @@ def front_matter(
     language: str,
 ) -> str:
     """YAML naming ``<at>parquet/<split>/*.parquet`` as each split's files; ``sizes``: each
-    split's bytes (:func:`split_bytes`)."""
+    split's bytes (:func:`split_bytes`). Made by huggingface_hub's ``DatasetCardData``, the
+    card metadata the Hub reads back, whose YAML (PyYAML's) quotes what must be quoted."""
     splits = statistics["splits"]
-    lines = [
-        "---",
-        f"pretty_name: {_quoted(f'Multiple-choice image captions: {strategy} decoys')}",
-        f"license: {_quoted(corpus.license)}",
-        "language:",
-        f"- {language}",
-        "task_categories:",
-        "- multiple-choice",
-        "size_categories:",
-        f"- {_quoted(size_category(statistics['total']['instances']))}",
-        "tags:",
-        *(f"- {_quoted(tag)}" for tag in ("image-captioning", corpus.tag, strategy)),
-        "configs:",
-        '- config_name: "default"',
-        "  data_files:",
-    ]
     present = [split for split in SPLITS if split in splits]
-    for split in present:
-        pattern = at + relative_shard_pattern(PARQUET, split)
-        lines += [f"  - split: {_quoted(split)}", f"    path: {_quoted(pattern)}"]
-    lines += ["dataset_info:", "  features:"]
-    for field in FIELDS:
-        kind = "list" if field.repeated else "dtype"
-        lines += [
-            f"  - name: {_quoted(field.name)}",
-            f"    {kind}: {_quoted(field.kind)}",
-        ]
-    lines.append("  splits:")
-    for split in present:
-        lines += [
-            f"  - name: {_quoted(split)}",
-            f"    num_examples: {int(splits[split]['instances'])}",
-            f"    num_bytes: {sizes[split]}",
-        ]
-    lines.append("---")
-    return "\n".join(lines) + "\n"
+    data = DatasetCardData(
+        pretty_name=f"Multiple-choice image captions: {strategy} decoys",
+        license=corpus.license,
+        language=[language],
+        task_categories=["multiple-choice"],
+        size_categories=[size_category(statistics["total"]["instances"])],
+        tags=["image-captioning", corpus.tag, strategy],
+        configs=[
+            {
+                "config_name": "default",
+                "data_files": [
+                    {"split": split, "path": at + relative_shard_pattern(PARQUET, split)}
+                    for split in present
+                ],
+            }
+        ],
+        dataset_info={
+            "features": [
+                {"name": field.name, "list" if field.repeated else "dtype": field.kind}
+                for field in FIELDS
+            ],
+            "splits": [
+                {
+                    "name": split,
+                    "num_examples": int(splits[split]["instances"]),
+                    "num_bytes": sizes[split],
+                }
+                for split in present
+            ],
+        },
+    )
+    return f"---\n{data.to_yaml()}\n---\n"
 
 
 def _table_one(statistics: dict) -> str:

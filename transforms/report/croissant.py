@@ -13,6 +13,14 @@ Distribution: one FileObject per Parquet shard, with its sha256 and size (Croiss
 checks a FileObject's checksum), and one FileSet per split (its shards' glob), which
 the split's RecordSet reads; the fields come from :data:`schemas.instance.FIELDS`.
 The JSON-LD ``@context`` is ``assets/croissant_context.json``, Croissant 1.1's own.
+
+Written as a dict, not through mlcroissant's Python API (``mlc.Metadata(...).to_json()``):
+mlcroissant is a test dependency only (``setup.py``'s ``test`` extra; it would bring rdflib,
+networkx and pandas to every worker), and writing a version must not need it. The API could
+express all of this (``identifier`` only as an extra property, the 1.1 ``@context`` only
+through a private helper); ``tests/test_croissant.py`` builds the document with it from the
+same inputs and checks its ``to_json()`` is this dict, then validates it and loads its
+records with mlcroissant.
 """
 
 import json
@@ -28,6 +36,86 @@ PARQUET_FORMAT = "application/x-parquet"
 _DATA_TYPES = {"string": "sc:Text", "int64": "sc:Integer", "float64": "sc:Float"}
 # semver build metadata (what may follow "+") holds letters, digits, hyphens and dots
 _NOT_IN_BUILD = re.compile(r"[^0-9A-Za-z.-]")
+# The SPDX licences among HuggingFace's licence ids (the card's ``license``,
+# ``--captions_license``), keyed by that id: Croissant's ``license`` is a URL, and spdx.org's
+# pages are named in SPDX's spelling. HuggingFace's id is SPDX's in lower case, but for the
+# three Open Data Commons licences added after.
+_SPDX = (
+    "Apache-2.0",
+    "MIT",
+    "Unlicense",
+    "CC0-1.0",
+    "CC-BY-2.0",
+    "CC-BY-2.5",
+    "CC-BY-3.0",
+    "CC-BY-4.0",
+    "CC-BY-SA-3.0",
+    "CC-BY-SA-4.0",
+    "CC-BY-ND-4.0",
+    "CC-BY-NC-2.0",
+    "CC-BY-NC-3.0",
+    "CC-BY-NC-4.0",
+    "CC-BY-NC-SA-2.0",
+    "CC-BY-NC-SA-3.0",
+    "CC-BY-NC-SA-4.0",
+    "CC-BY-NC-ND-3.0",
+    "CC-BY-NC-ND-4.0",
+    "CDLA-Permissive-1.0",
+    "CDLA-Permissive-2.0",
+    "CDLA-Sharing-1.0",
+)
+SPDX_IDS = {spdx.lower(): spdx for spdx in _SPDX} | {
+    "odc-by": "ODC-By-1.0",
+    "odbl": "ODbL-1.0",
+    "pddl": "PDDL-1.0",
+}
+
+
+def license_url(license: str) -> str | None:
+    """spdx.org's page of a HuggingFace licence id; None for one that is no SPDX licence
+    (``other``, ``unknown``) or that this table does not know.
+
+    >>> license_url("cc-by-4.0")
+    'https://spdx.org/licenses/CC-BY-4.0.html'
+    >>> license_url("other") is None
+    True
+    """
+    spdx = SPDX_IDS.get(license)
+    return f"https://spdx.org/licenses/{spdx}.html" if spdx else None
+
+
+def croissant_license(license: str, terms: str | None = None) -> str | dict:
+    """Croissant's ``license`` for a HuggingFace licence id: its SPDX URL where it has one.
+    Otherwise (the synthetic corpus's ``other``: no corpus licence applies) a schema.org
+    CreativeWork named by the id and described by ``terms``, the card's Licence section:
+    no URL names those terms, a made-up one would be a wrong link, and the bare id
+    ``other`` would tell a reader nothing.
+
+    >>> croissant_license("cc-by-4.0", "COCO's captions")
+    'https://spdx.org/licenses/CC-BY-4.0.html'
+    >>> croissant_license("other", "The project's own text.")["name"]
+    'other'
+    """
+    url = license_url(license)
+    if url:
+        return url
+    return {
+        "@type": "sc:CreativeWork",
+        "name": license,
+        **({"description": terms} if terms else {}),
+    }
+
+
+def croissant_name(corpus: str, strategy: str) -> str:
+    """The dataset's name, from its corpus's tag (the card's) and the strategy, so that
+    COCO's, another corpus's (Flickr, caption lines) and the synthetic corpus's datasets
+    differ. Versions of one corpus and strategy share it, as versions of a dataset do in
+    schema.org: ``version`` and ``identifier`` tell them apart.
+
+    >>> croissant_name("coco", "closed_sets")
+    'dmc-coco-closed_sets'
+    """
+    return f"dmc-{corpus}-{strategy}"
 
 
 def croissant_version(package: str, name: str) -> str:
@@ -99,10 +187,13 @@ def croissant_metadata(
     num_options: int,
     shards: list[dict],
     language: str | None = None,
+    license_terms: str | None = None,
 ) -> dict:
     """The JSON-LD of one version's dataset folder.
 
-    ``version``: the version's name; ``package``: the version of the code that wrote it.
+    ``name``: :func:`croissant_name`; ``version``: the version's name; ``package``: the
+    version of the code that wrote it. ``license``: the corpus's HuggingFace licence id,
+    ``license_terms`` the card's word on it (:func:`croissant_license`).
     ``shards``: the manifest's entries (``path`` relative to the dataset folder, ``bytes``,
     ``sha256``) of its Parquet shards; a split without shards has no record set.
     ``language``: the captions' (schema.org ``inLanguage``), given for a version whose
@@ -119,7 +210,7 @@ def croissant_metadata(
         "description": description,
         "identifier": version,
         "version": croissant_version(package, version),
-        "license": license,
+        "license": croissant_license(license, license_terms),
         "citeAs": citation,
         **({"inLanguage": language} if language else {}),
         "distribution": [
