@@ -20,6 +20,8 @@ setuptools.setup(
     packages=setuptools.find_packages(
         include=["pipelines", "pipelines.*", "transforms", "transforms.*", "schemas"]
     ),
+    # the Python API's name (pipelines/api.py re-exported): import dmc_datasets
+    py_modules=["dmc_datasets"],
     # the rating app's page, script and style, the dataset card's templates and Croissant's
     # @context, read at run time with importlib.resources: a wheel and Dataflow's
     # --setup_file install them too
