@@ -33,7 +33,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.cli import Command
 from pipelines.optimize import run_search
 from pipelines.options import GenerateOptions
-from pipelines.runner import cli, local_or_given_runner, run_to_completion
+from pipelines.runner import cli, local_or_given_runner, run_to_completion, worker_threads
 from pipelines.store.claims import Fence
 from pipelines.store.lifecycle import Produced, latest_card, not_published, write_version
 from pipelines.store.manifest import build_manifest, corpus_checksum, file_checksum
@@ -102,7 +102,8 @@ def build_pipeline(
     )
     encoder = options.encoder_spec()
     if encoder is not None:
-        corpus = corpus | "EncodeCaptions" >> EncodeCaptions(encoder, fence)
+        threads = worker_threads(pipeline.options)
+        corpus = corpus | "EncodeCaptions" >> EncodeCaptions(encoder, fence, threads)
     decoys = corpus | "ChooseDecoys" >> strategy
     selections = decoys["selections"]
     if options.adversarial_rounds:

@@ -28,9 +28,11 @@ from transforms.errors import NotPublished, input_error_message
 from transforms.files import check_location, check_writable
 from transforms.progress import is_progress_line, stage_of
 from transforms.report.preview import check_images
-from transforms.threads import child_processes_use, cores, share_of_cores
+from transforms.threads import child_processes_use, chosen_threads, cores, share_of_cores
 
 DISTRIBUTION = "dmc-datasets"
+# --runner values that run the pipeline on this machine (None: our in-process FnApiRunner)
+LOCAL_RUNNERS = (None, "DirectRunner", "direct", "SwitchingDirectRunner", "PrismRunner", "prism")
 
 
 def local_or_given_runner(beam_args: list[str], extra: str = "") -> beam.Pipeline:
@@ -94,6 +96,19 @@ def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:
         key = f"{counter.key.metric.namespace}/{counter.key.metric.name}"
         values[key] = values.get(key, 0) + value
     return dict(sorted(values.items()))
+
+
+def worker_threads(options: PipelineOptions) -> int:
+    """Threads each worker process's numerical libraries start: on this machine its share of
+    the cores (a user's OMP_NUM_THREADS wins); on a remote runner one, since Dataflow starts
+    an SDK process per vCPU and a pool per core in each would oversubscribe them.
+
+    >>> worker_threads(PipelineOptions(["--runner", "DataflowRunner"]))
+    1
+    """
+    if options.view_as(StandardOptions).runner not in LOCAL_RUNNERS:
+        return 1
+    return chosen_threads(local_worker_processes(options))
 
 
 def local_worker_processes(options: PipelineOptions) -> int:

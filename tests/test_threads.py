@@ -48,3 +48,27 @@ def test_the_suite_runs_one_thread_per_library():
     torch = pytest.importorskip("torch")
     assert {os.environ[variable] for variable in THREAD_VARIABLES} == {"1"}
     assert torch.get_num_threads() == 1
+
+
+@pytest.mark.parametrize(
+    ("beam_args", "threads"),
+    [
+        ([], lambda: cores()),  # the in-process runner: the driver's machine
+        (["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"], None),
+        (["--runner", "DataflowRunner"], lambda: 1),  # an SDK process per vCPU
+        (["--runner", "PortableRunner"], lambda: 1),
+    ],
+    ids=["in-process", "two-local-processes", "dataflow", "portable"],
+)
+def test_worker_processes_get_their_share_and_remote_ones_one_thread(
+    beam_args, threads, monkeypatch
+):
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines.runner import worker_threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS")  # what the suite sets; a user may not
+    expected = threads() if threads else share_of_cores(2)
+    assert worker_threads(PipelineOptions(beam_args)) == expected
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # a user's own wins on this machine
+    assert worker_threads(PipelineOptions(beam_args)) == (3 if beam_args[:1] != ["--runner"] else 1)

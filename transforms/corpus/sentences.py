@@ -32,7 +32,7 @@ from transforms.corpus.store import CorpusRef, read_caption_table, read_npy
 from transforms.errors import InputError
 from transforms.files import delete_folder, write_file
 from transforms.progress import Progress, timed
-from transforms.threads import chosen_threads, limit_torch
+from transforms.threads import limit_torch
 
 BATCH = 2048  # captions between progress updates (the encoder batches them by length itself)
 NO_MODEL = "none"  # --validity_model none: the paper's rules only
@@ -112,12 +112,12 @@ class _EncodeShard(beam.DoFn):
     """EncodeShard -> EncodedShard, once its vectors are written. A text repeated within a
     shard is encoded once (COCO repeats its commonest captions, a synthetic corpus many)."""
 
-    def __init__(self, encoder: SharedEncoder):
-        self._encoder = encoder
+    def __init__(self, encoder: SharedEncoder, threads: int):
+        self._encoder, self._threads = encoder, threads
         self._progress = None
 
     def setup(self):
-        limit_torch(chosen_threads())
+        limit_torch(self._threads)
 
     def process(self, shard: EncodeShard):
         encoding = self._encoder.acquire(shard.directory)
@@ -167,18 +167,24 @@ def assemble(ref: CorpusRef, encoded: list[EncodedShard], fence: Callable[[], No
 
 
 class EncodeCaptions(beam.PTransform):
-    """CorpusRef -> the same CorpusRef, once ``sentence_embeddings.npy`` is written."""
+    """CorpusRef -> the same CorpusRef, once ``sentence_embeddings.npy`` is written.
 
-    def __init__(self, spec: EncoderSpec, fence: Callable[[], None]):
+    ``threads``: PyTorch's in each worker process, chosen by the driver, which knows how many
+    processes share a machine (pipelines.runner.worker_threads); the vectors do not depend
+    on it.
+    """
+
+    def __init__(self, spec: EncoderSpec, fence: Callable[[], None], threads: int = 1):
         super().__init__()
-        self._spec, self._fence = spec, fence
+        self._spec, self._fence, self._threads = spec, fence, threads
 
     def expand(self, refs):
         encoded = (
             refs
             | "Shards" >> beam.FlatMap(shards)
             | "Distribute" >> beam.Reshuffle()
-            | "Encode" >> beam.ParDo(_EncodeShard(SharedEncoder(Shared(), self._spec)))
+            | "Encode"
+            >> beam.ParDo(_EncodeShard(SharedEncoder(Shared(), self._spec), self._threads))
         )
         return refs | "Assemble" >> beam.Map(
             assemble, beam.pvalue.AsList(encoded), fence=self._fence

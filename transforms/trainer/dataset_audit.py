@@ -25,7 +25,7 @@ from schemas.layout import PARQUET, shard_pattern
 from transforms.corpus.split import SPLITS
 from transforms.files import read_named_parquet_files
 from transforms.seeds import keyed_int
-from transforms.threads import chosen_threads, limit_torch
+from transforms.threads import limit_torch
 from transforms.trainer.features import (
     INSTANCE_COLUMNS,
     FeatureConfig,
@@ -46,6 +46,10 @@ LEARNED_AUDITS = {
     "Bigram LM": "picks the option a bigram language model of train's targets finds likeliest "
     "(targets' own wording)",
 }
+# The audit's models are small: each op is too short to share among threads. run_local.sh on
+# 2 idle cores fitted them in 40 s on 1 thread as on 2, and beside another busy process
+# 2 threads took 4x as long, each op's threads waiting at its barrier for one descheduled.
+AUDIT_THREADS = 1
 AT_CHANCE_DEVIATIONS = 3.0  # binomial standard deviations from chance still read as chance
 # --audit_gate: what an audit off chance does to publishing (see held_back)
 WARN, FAIL = "warn", "fail"
@@ -162,7 +166,7 @@ def audit_dataset(directory: str, config: AuditConfig) -> dict:
     }
     if not examples["train"] or not examples["dev"]:
         return {"skipped": "the learned audit needs train and dev instances"}
-    limit_torch(chosen_threads())  # after the pipeline: the driver has the cores to itself
+    limit_torch(AUDIT_THREADS)
     data = FitData(*(InMemoryExamples(Batch.stack(examples[split])) for split in ("train", "dev")))
     learned = [name for name in LEARNED_AUDITS if name in FITTERS]
     train = replace(config.train, stage="audit")  # its lines are the audit's
