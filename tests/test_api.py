@@ -21,8 +21,8 @@ from pipelines.evaluate import METRICS_FILE
 from pipelines.options import GenerateOptions
 from pipelines.store.versions import read_manifest
 from schemas.layout import DATASET, PARQUET, relative_shard_pattern
+from tests.support.tiny_clip import draw_images, tiny_clip, words
 from tests.support.versions import SMALL, copied_into
-from tests.test_evaluate import draw_images, tiny_clip, words
 from transforms.corpus.split import SPLITS
 from transforms.errors import InputError
 

@@ -16,96 +16,21 @@ from PIL import Image
 
 from pipelines.evaluate import SCORES_FILE, TABLE_FILE, main, run
 from pipelines.options import EvaluateOptions, GenerateOptions
-from schemas.layout import PARQUET, shard_pattern
+from tests.support.tiny_clip import draw_images, instances, tiny_clip, words
 from tests.support.versions import SMALL
-from transforms.corpus.split import SPLITS
 from transforms.errors import InputError
-from transforms.files import list_files
 from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.metrics import EVALUATION_SPLITS, binomial_std
 from transforms.vision.contrastive.base import ModelSpec
 from transforms.vision.contrastive.open_clip_model import model_source
 from transforms.vision.contrastive.registry import LIBRARIES, load_model
-from transforms.vision.drawing import write_images
 from transforms.vision.zero_shot import NOT_FOUND
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 torch = pytest.importorskip("torch")
 
-SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>")
 CHANCE_DEVIATIONS = 3.0
-IMAGE_SIZE = 32
-
-
-def instances(version: str, splits=SPLITS) -> list[dict]:
-    return [
-        row
-        for split in splits
-        for path in list_files(shard_pattern(version, PARQUET, split))
-        for row in pq.read_table(path).to_pylist()
-    ]
-
-
-def words(texts) -> list[str]:
-    split = tokenizers.pre_tokenizers.Whitespace().pre_tokenize_str
-    return sorted({word for text in texts for word, _ in split(text)})
-
-
-def tiny_clip(folder: str, vocabulary: list[str], seed: int = 0) -> str:
-    """A CLIP of two layers per tower, random weights, saved with its tokenizer and image
-    processor as ``save_pretrained`` does for a real one."""
-    vocab = {token: k for k, token in enumerate([*SPECIAL, *vocabulary])}
-    word_level = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="<unk>"))
-    word_level.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
-    word_level.post_processor = tokenizers.processors.TemplateProcessing(
-        single="<bos> $A <eos>", special_tokens=[("<bos>", 2), ("<eos>", 3)]
-    )
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=word_level,
-        pad_token="<pad>",
-        unk_token="<unk>",
-        bos_token="<bos>",
-        eos_token="<eos>",
-        model_max_length=32,
-    )
-    tower = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
-    config = transformers.CLIPConfig(
-        text_config={
-            **tower,
-            "num_attention_heads": 2,
-            "vocab_size": len(vocab),
-            "max_position_embeddings": 32,
-            "pad_token_id": 0,
-            "bos_token_id": 2,
-            "eos_token_id": 3,
-        },
-        vision_config={
-            **tower,
-            "num_attention_heads": 2,
-            "image_size": IMAGE_SIZE,
-            "patch_size": 8,
-        },
-        projection_dim=16,
-    )
-    torch.manual_seed(seed)
-    model = transformers.CLIPModel(config)
-    processor = transformers.CLIPImageProcessor(
-        size={"shortest_edge": IMAGE_SIZE},
-        crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
-    )
-    for part in (model, tokenizer, processor):
-        part.save_pretrained(folder)
-    return folder
-
-
-def draw_images(version: str, folder: str) -> str:
-    """Each instance's image drawn under its file name (the synthetic corpus's scene for its
-    id; a COCO id draws some scene: a picture all the same)."""
-    images = {(row["image_id"], row["image_file"]) for row in instances(version)}
-    records = [{"id": int(image_id), "file_name": name} for image_id, name in sorted(images)]
-    write_images(folder, 0, records, size=IMAGE_SIZE)
-    return folder
 
 
 @pytest.fixture(scope="module")
