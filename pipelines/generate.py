@@ -36,7 +36,7 @@ from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion, worker_threads
 from pipelines.store.claims import Fence
 from pipelines.store.lifecycle import Produced, latest_card, not_published, write_version
-from pipelines.store.manifest import build_manifest, corpus_checksum, file_checksum
+from pipelines.store.manifest import build_manifest, file_checksum, read_inputs
 from pipelines.store.versions import (
     Version,
     check_output,
@@ -150,17 +150,14 @@ class Generated:
     up_to_date: bool
 
 
-def input_checksums(options: GenerateOptions, inputs: list[str]) -> list[dict]:
-    """The sha256 of every input file, of ``--image_list``, of ``--pv_model``, of the
-    ``--objects`` files and of the validity model's weights: what the version is named
-    after."""
+def input_checksums(options: GenerateOptions, corpus: list[dict]) -> list[dict]:
+    """The sha256 of every input file (``corpus``: :func:`read_inputs`'), of ``--image_list``,
+    of ``--pv_model``, of the ``--objects`` files and of the validity model's weights: what
+    the version is named after."""
     objects = expand_inputs(options.objects) if options.objects else []
-    checksums = [corpus_checksum(path) for path in inputs]
-    checksums += [file_checksum(path) for path in objects]
+    checksums = [*corpus, *(file_checksum(path) for path in objects)]
     check_distinct_contents(checksums)
-    if options.image_list:
-        if not FileSystems.exists(options.image_list):
-            raise InputError(f"--image_list {options.image_list}: no such file")
+    if options.image_list:  # there: read_inputs read it
         checksums.append(file_checksum(options.image_list))
     if options.pv_model:
         if not FileSystems.exists(options.pv_model):
@@ -196,8 +193,9 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     inputs = expand_inputs(options.input)
     check_outside(inputs, options.output)
     check_output(options.output)
-    options = options.with_language(inputs)
-    checksums = input_checksums(options, inputs)
+    corpus, sample = read_inputs(inputs, options.image_list)
+    options = options.with_language(sample)
+    checksums = input_checksums(options, corpus)
     version = plan_version(options.output, version_name(options, checksums), force=options.force)
     if version.complete:
         return up_to_date(options, version)

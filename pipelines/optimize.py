@@ -20,6 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.cli import Command
 from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
+from pipelines.store.manifest import read_inputs
 from schemas.layout import SEARCH_DIRECTORY, SEARCH_REPORT_FILE
 from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.read import expand_inputs
@@ -35,7 +36,7 @@ def build_search(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list
         n_dev=options.n_dev,
         n_test=options.n_test,
         merge=options.merge_inputs,
-        images=options.images,
+        images=options.image_list,
         language=options.caption_language(),
     )
     report = prepared["captions"] | "SearchHyperParameters" >> SearchHyperParameters(
@@ -57,7 +58,7 @@ def run_search(options: GenerateOptions, beam_args: list[str]) -> dict:
     """Runs the search pipeline; returns its report (also written)."""
     options.validate()
     inputs = expand_inputs(options.input)
-    options = options.with_language(inputs)
+    options = options.with_language(read_inputs(inputs, options.image_list)[1])
     pipeline = local_or_given_runner(beam_args)
     build_search(pipeline, options, inputs)
     run_to_completion(pipeline)

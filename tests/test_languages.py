@@ -15,7 +15,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipelines.cli import parse_options
 from pipelines.cli.tables import with_tables
 from pipelines.options import GenerateOptions
-from pipelines.store.manifest import language_record, recorded_options
+from pipelines.store.manifest import language_record, read_inputs, recorded_options
 from pipelines.store.versions import version_name
 from schemas.records import RawCaption
 from transforms.corpus.languages import chinese, japanese
@@ -28,7 +28,6 @@ from transforms.corpus.languages.detect import (
 )
 from transforms.corpus.languages.registry import AUTO, ENGLISH, LANGUAGES, language_table
 from transforms.corpus.normalize import NormalizeCaptions, normalize_caption
-from transforms.corpus.read import caption_sample
 from transforms.errors import InputError
 from transforms.report.card import front_matter
 from transforms.report.croissant import croissant_metadata
@@ -203,7 +202,7 @@ def test_the_english_default_passes_a_rare_accent():
 
 @pytest.mark.skipif(not os.path.exists(COCO_VAL), reason="COCO val2017 captions not here")
 def test_the_english_default_passes_coco_val2017_and_auto_picks_english():
-    sample = caption_sample([COCO_VAL], SAMPLE_PER_FILE)
+    _, sample = read_inputs([COCO_VAL])
     assert len(sample) == SAMPLE_PER_FILE
     assert resolve_language("en", sample) == (ENGLISH, None)
     assert resolve_language(AUTO, sample)[0] is ENGLISH
@@ -218,9 +217,9 @@ def test_auto_is_resolved_from_the_input_files_and_logged_once(tmp_path, caplog)
     path.write_text("".join(f"{i}.jpg#0\t{c}\n" for i, c in enumerate(captions)), "utf-8")
     caplog.set_level(logging.INFO)
     options = GenerateOptions(input=str(path), output="out", language=AUTO)
-    assert options.with_language([str(path)]).language == "de"
+    assert options.with_language(read_inputs([str(path)])[1]).language == "de"
     logged = [r.getMessage() for r in caplog.records if "--language auto" in r.getMessage()]
-    reason = detect_language(caption_sample([str(path)], SAMPLE_PER_FILE))[1]
+    reason = detect_language(read_inputs([str(path)])[1])[1]
     assert logged == [f"language: {reason}"]  # a progress line: a scheduler's log keeps it
 
 
@@ -293,7 +292,7 @@ def test_auto_resolving_to_another_language_is_checked_against_the_strategy(tmp_
     path.write_text("1.jpg#0\tEin Hund läuft im Park\n", "utf-8")
     options = GenerateOptions(input=str(path), output="out", decoys="switch_people", language=AUTO)
     with pytest.raises(InputError, match="not --language de"):
-        options.with_language([str(path)])
+        options.with_language(read_inputs([str(path)])[1])
 
 
 def test_concept_words_keep_single_characters_of_other_scripts():

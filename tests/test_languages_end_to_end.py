@@ -25,6 +25,7 @@ from transforms.corpus.encoders.registry import DEFAULT_MODEL
 from transforms.corpus.languages.registry import LANGUAGES
 from transforms.corpus.read import LINES, caption_sample, expand_inputs
 from transforms.errors import InputError
+from transforms.files import read_file
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "languages")
 IMAGES = os.path.join(DATA, "images.txt")
@@ -67,7 +68,8 @@ def options_for(language: str, output: str) -> GenerateOptions:
 
 def raw_captions(options: GenerateOptions) -> list[RawCaption]:
     """The captions as written, read the way the run read them (every one of each file)."""
-    return caption_sample(expand_inputs(options.input), sys.maxsize, options.image_list)
+    files = [(path, read_file(path)) for path in expand_inputs(options.input)]
+    return caption_sample(files, sys.maxsize, options.image_list)
 
 
 def expected_tokens(language: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.generate import input_checksums, main
 from pipelines.options import GenerateOptions
+from pipelines.store.manifest import read_inputs
 from pipelines.store.versions import version_name
 from schemas.records import RawCaption
 from transforms.corpus.read import LINES, ReadCaptions, parse_image_list, parse_lines
@@ -144,7 +145,8 @@ def test_the_image_list_names_the_version_by_its_content_not_its_path(tmp_path):
 
     def name(images: str) -> str:
         changed = dataclasses.replace(options, image_list=images)
-        return version_name(changed, input_checksums(changed, [paths["captions.1.de"]]))
+        corpus, _ = read_inputs([paths["captions.1.de"]], images)
+        return version_name(changed, input_checksums(changed, corpus))
 
     assert name(paths["b.txt"]) == name(paths["a.txt"])
     assert name(other) != name(paths["a.txt"])

@@ -287,3 +287,38 @@ def test_a_latest_txt_that_is_not_utf8_is_refused_naming_it(tmp_path):
     (tmp_path / "latest.txt").write_bytes(b"\xff\xfev1\n")
     with pytest.raises(InputError, match=r"latest.txt: not UTF-8 \(byte 0\), so it names no"):
         completed_dataset(str(tmp_path))
+
+
+def test_the_driver_reads_each_input_once_before_the_pipeline(
+    small_closed_sets, synthetic_corpus, tmp_path, monkeypatch
+):
+    """Its checksum and --language's sample come from one read (a rerun finds the version
+    complete, so nothing else reads it)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    version, _ = small_closed_sets
+    copied_into(version, tmp_path / "out")
+    opened = []
+    real_open = FileSystems.open
+
+    def counted_open(path, *args, **kwargs):
+        opened.append(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(FileSystems, "open", counted_open)
+    options = GenerateOptions(input=synthetic_corpus, output=str(tmp_path / "out"), **SMALL)
+    assert run(options).up_to_date
+    assert opened.count(synthetic_corpus) == 1
+
+
+def test_a_gzipped_input_is_named_by_its_bytes_and_known_as_synthetic(synthetic_corpus, tmp_path):
+    import gzip
+
+    from pipelines.store.manifest import file_checksum, read_inputs
+
+    compressed = tmp_path / "captions.json.gz"
+    compressed.write_bytes(gzip.compress(pathlib.Path(synthetic_corpus).read_bytes()))
+    [checksum], sample = read_inputs([str(compressed)])
+    assert checksum == {**file_checksum(str(compressed)), "synthetic": True}
+    plain = read_inputs([synthetic_corpus])[1]
+    assert sample and [c.caption for c in plain] == [c.caption for c in sample]

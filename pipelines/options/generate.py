@@ -14,13 +14,14 @@ from pipelines.options.fields import ints
 from pipelines.options.train import TrainOptions
 from pipelines.store.versions import LABEL
 from schemas.options import REQUIRED, Group, below, option
+from schemas.records import RawCaption
 from transforms.corpus.encoders.registry import DEFAULT_FAMILY, DEFAULT_MODEL, ENCODERS
 from transforms.corpus.index import IndexConfig
 from transforms.corpus.languages.base import Language
-from transforms.corpus.languages.detect import SAMPLE_PER_FILE, resolve_language
+from transforms.corpus.languages.detect import resolve_language
 from transforms.corpus.languages.registry import AUTO, ENGLISH, LANGUAGES
 from transforms.corpus.paragraph_vectors import PVConfig
-from transforms.corpus.read import AUTO_FORMAT, INPUT_FORMATS, LINES, caption_sample
+from transforms.corpus.read import AUTO_FORMAT, INPUT_FORMATS, LINES
 from transforms.corpus.sentences import DEFAULT_THRESHOLD, NO_MODEL, EncoderSpec
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import DECOY_POOLS
@@ -275,11 +276,11 @@ class RunOptions:
             train_sample=self.pv_train_sample,
         )
 
-    def with_language(self, inputs: list[str]) -> "GenerateOptions":
+    def with_language(self, sample: list[RawCaption]) -> "GenerateOptions":
         """These options with --language resolved (``auto`` detected, logged) and checked
-        against the first captions of each input: the version is named after the language
-        it used. generate and optimize resolve it before a run."""
-        sample = caption_sample(inputs, SAMPLE_PER_FILE, self.image_list)
+        against ``sample``, the first captions of each input (manifest.read_inputs):
+        the version is named after the language it used. generate and optimize resolve it
+        before a run."""
         language, reason = resolve_language(self.language, sample)
         if reason:  # a progress line: a scheduler's log keeps it too
             report("language", "%s", reason)

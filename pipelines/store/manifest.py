@@ -5,15 +5,22 @@ import hashlib
 import importlib.metadata
 import platform
 import subprocess
+import zlib
 from pathlib import Path
 
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.store.versions import RECORDED_WHEN_SET
+from schemas.records import RawCaption
 from transforms.corpus.languages.base import Language
+from transforms.corpus.languages.detect import SAMPLE_PER_FILE
 from transforms.corpus.languages.registry import ENGLISH
+from transforms.corpus.read import GZIP_MAGIC, caption_sample
 from transforms.corpus.synthetic import HEAD_BYTES, is_synthetic
+from transforms.errors import InputError
+from transforms.files import read_file
 
+GZIP_WINDOW = 16 + zlib.MAX_WBITS  # zlib's window bits for a gzip header and trailer
 PACKAGES = ("dmc-datasets", "apache-beam", "gensim", "faiss-cpu", "numpy", "pyarrow", "numba")
 
 
@@ -48,12 +55,29 @@ def language_record(language: Language) -> dict:
     }
 
 
-def corpus_checksum(path: str) -> dict:
-    """An input corpus's entry: its checksum, and whether it is the project's synthetic corpus
-    (whose captions are the project's own: the card's licence and citations follow it)."""
-    with FileSystems.open(path) as handle:  # a .gz input is read decompressed
-        head = handle.read(HEAD_BYTES)
-    return {**file_checksum(path), "synthetic": is_synthetic(head)}
+def corpus_checksum(path: str, data: bytes) -> dict:
+    """An input corpus's entry from its contents as read (``data``, compressed if the file
+    is): its checksum, and whether it is the project's synthetic corpus (whose captions
+    are the project's own: the card's licence and citations follow it)."""
+    head = data[:HEAD_BYTES]
+    if data.startswith(GZIP_MAGIC):  # told from its first bytes, as the readers tell it
+        head = zlib.decompressobj(GZIP_WINDOW).decompress(data, HEAD_BYTES)
+    checksum = {"path": path, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    return {**checksum, "synthetic": is_synthetic(head)}
+
+
+def read_inputs(inputs: list[str], image_list: str = "") -> tuple[list[dict], list[RawCaption]]:
+    """Each input file read once, one at a time, before the run: its checksum (what the
+    version is named after) and its first captions (what ``--language`` is checked or
+    detected from)."""
+    if image_list and not FileSystems.exists(image_list):
+        raise InputError(f"--image_list {image_list}: no such file")
+    checksums, sample = [], []
+    for position, path in enumerate(inputs):
+        data = read_file(path)
+        checksums.append(corpus_checksum(path, data))
+        sample += caption_sample([(path, data)], SAMPLE_PER_FILE, image_list, first=position)
+    return checksums, sample
 
 
 def _version(package: str) -> str:

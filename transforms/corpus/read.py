@@ -296,20 +296,23 @@ def parse_lines(
         )
 
 
-def caption_sample(paths: list[str], per_file: int, images: str = "") -> list[RawCaption]:
-    """The first ``per_file`` captions of each file, read in the driver: what the language
-    is told from (transforms/corpus/languages/detect.py). A COCO file is parsed whole;
-    with ``images``, the files are parallel lines (a caption file of the wrong length
-    fails here, before the run)."""
+def caption_sample(
+    files: Iterable[tuple[str, bytes]], per_file: int, images: str = "", first: int = 0
+) -> list[RawCaption]:
+    """The first ``per_file`` captions of each (path, contents) file, read in the driver:
+    what the language is told from (transforms/corpus/languages/detect.py). A COCO file is
+    parsed whole; with ``images``, the files are parallel lines (a caption file of the
+    wrong length fails here, before the run), ``first`` the position of the first file
+    among the inputs (a caption's id names it)."""
     if images:
         names = parse_image_list(images, read_file(images))
-        files = (
-            parse_lines(position, path, read_file(path), names, images)
-            for position, path in enumerate(paths)
+        parsed = (
+            parse_lines(position, path, data, names, images)
+            for position, (path, data) in enumerate(files, start=first)
         )
     else:
-        files = (parse_captions(path, read_file(path)) for path in paths)
-    return [caption for file in files for caption in itertools.islice(file, per_file)]
+        parsed = (parse_captions(path, data) for path, data in files)
+    return [caption for file in parsed for caption in itertools.islice(file, per_file)]
 
 
 def check_one_source(image: tuple[str, Iterable[str]]) -> str:
