@@ -18,7 +18,6 @@ command would print, NotPublished when ``audit_gate="fail"`` held a version back
 """
 
 import dataclasses
-import difflib
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,7 +28,7 @@ import pyarrow as pa
 
 from pipelines import evaluate as evaluate_command
 from pipelines import generate as generate_command
-from pipelines.cli.parser import beam_parser, known_flags, parse_flags
+from pipelines.cli.parser import beam_parser, closest, known_flags, parse_flags
 from pipelines.options import EvaluateOptions, GenerateOptions, LogOptions
 from pipelines.runner import logging_to
 from pipelines.store.versions import completed_dataset
@@ -192,19 +191,6 @@ def unknown_keyword(
     current = sorted({option.name for option in fields.values()})
     listed = f" ({prog} --help lists the options)"
     return f"{function}: unknown option {name}{closest(name, current, listed)}"
-
-
-def closest(word: str, known: Sequence[str], otherwise: str = "") -> str:
-    """`` (did you mean X?)`` when one of ``known`` is close to ``word``, else ``otherwise``
-    or the list of them.
-
-    >>> closest("sead", ["seed", "label"]), closest("val", ["train", "dev", "test"])
-    (' (did you mean seed?)', ' (one of: train, dev, test)')
-    """
-    close = difflib.get_close_matches(word, list(known), n=1)
-    if close:
-        return f" (did you mean {close[0]}?)"
-    return otherwise or f" (one of: {', '.join(known)})"
 
 
 def as_flags(name: str, value: Any, fields: dict[str, dataclasses.Field]) -> list[str]:

@@ -231,6 +231,20 @@ def beam_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def closest(word: str, known: Iterable[str], otherwise: str = "") -> str:
+    """`` (did you mean X?)`` when one of ``known`` is close to ``word``, else ``otherwise``
+    or the list of them.
+
+    >>> closest("sead", ["seed", "label"]), closest("val", ["train", "dev", "test"])
+    (' (did you mean seed?)', ' (one of: train, dev, test)')
+    """
+    known = list(known)
+    close = difflib.get_close_matches(word, known, n=1)
+    if close:
+        return f" (did you mean {close[0]}?)"
+    return otherwise or f" (one of: {', '.join(known)})"
+
+
 def refuse_unknown(unknown: list[str], known: Iterable[str]) -> None:
     """An unknown flag (or stray value) is an InputError with the closest known flag.
 
@@ -245,9 +259,7 @@ def refuse_unknown(unknown: list[str], known: Iterable[str]) -> None:
     if not word.startswith("-"):
         raise InputError(f"unexpected argument {word!r}: every value follows its --flag")
     flag = word.split("=", 1)[0]
-    close = difflib.get_close_matches(flag, list(known), n=1)
-    hint = f" (did you mean {close[0]}?)" if close else " (--help lists the flags)"
-    raise InputError(f"unknown flag {flag}{hint}")
+    raise InputError(f"unknown flag {flag}{closest(flag, known, ' (--help lists the flags)')}")
 
 
 def flags_parser(command: Command | None, *options_types: type) -> StrictParser:
