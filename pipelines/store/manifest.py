@@ -6,6 +6,7 @@ import importlib.metadata
 import platform
 import subprocess
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from apache_beam.io.filesystems import FileSystems
@@ -72,11 +73,15 @@ def read_inputs(inputs: list[str], image_list: str = "") -> tuple[list[dict], li
     detected from)."""
     if image_list and not FileSystems.exists(image_list):
         raise InputError(f"--image_list {image_list}: no such file")
-    checksums, sample = [], []
-    for position, path in enumerate(inputs):
-        data = read_file(path)
-        checksums.append(corpus_checksum(path, data))
-        sample += caption_sample([(path, data)], SAMPLE_PER_FILE, image_list, first=position)
+    checksums = []
+
+    def read() -> Iterator[tuple[str, bytes]]:  # caption_sample takes them one at a time
+        for path in inputs:
+            data = read_file(path)
+            checksums.append(corpus_checksum(path, data))
+            yield path, data
+
+    sample = caption_sample(read(), SAMPLE_PER_FILE, image_list)
     return checksums, sample
 
 

@@ -297,18 +297,18 @@ def parse_lines(
 
 
 def caption_sample(
-    files: Iterable[tuple[str, bytes]], per_file: int, images: str = "", first: int = 0
+    files: Iterable[tuple[str, bytes]], per_file: int, images: str = ""
 ) -> list[RawCaption]:
     """The first ``per_file`` captions of each (path, contents) file, read in the driver:
-    what the language is told from (transforms/corpus/languages/detect.py). A COCO file is
-    parsed whole; with ``images``, the files are parallel lines (a caption file of the
-    wrong length fails here, before the run), ``first`` the position of the first file
-    among the inputs (a caption's id names it)."""
+    what the language is told from (transforms/corpus/languages/detect.py). The files are
+    taken one at a time, so a generator holds one in memory. A COCO file is parsed whole;
+    with ``images``, the files are parallel lines (a caption file of the wrong length
+    fails here, before the run)."""
     if images:
         names = parse_image_list(images, read_file(images))
         parsed = (
             parse_lines(position, path, data, names, images)
-            for position, (path, data) in enumerate(files, start=first)
+            for position, (path, data) in enumerate(files)
         )
     else:
         parsed = (parse_captions(path, data) for path, data in files)
