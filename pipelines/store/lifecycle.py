@@ -44,6 +44,8 @@ from transforms.files import read_json, remove_empty_folder, write_file, write_j
 from transforms.report.card import (
     CARD_FILE,
     CARD_SECTION,
+    SYNTHETIC,
+    corpus,
     first_instance,
     root_card,
     split_bytes,
@@ -184,20 +186,21 @@ def not_published(version: Version, leak: str) -> str:
     )
 
 
-def card_options(options: dict) -> dict:
-    """The content options a card lists: the search's own (its grids, its split, ...) only
-    when the run searched (--optimize), or they read as a search that never ran."""
-    search = {
-        option.name
-        for option in dataclasses.fields(GenerateOptions)
-        if option.metadata["group"] == Group.SEARCH and option.name != "optimize"
-    }
-    searched = options.get("optimize", False)
-    return {
-        name: value
-        for name, value in content_options(options).items()
-        if searched or name not in search
-    }
+def card_options(manifest: dict) -> dict:
+    """The content options a card lists, those that applied: the search's own (its grids,
+    its split, ...) only when the run searched (--optimize), or they read as a search that
+    never ran; --captions_license not for the synthetic corpus, the project's own text."""
+    options = manifest["options"]
+    unused = set()
+    if not options.get("optimize", False):
+        unused |= {
+            option.name
+            for option in dataclasses.fields(GenerateOptions)
+            if option.metadata["group"] == Group.SEARCH and option.name != "optimize"
+        }
+    if corpus(manifest).tag == SYNTHETIC:
+        unused.add("captions_license")
+    return {name: value for name, value in content_options(options).items() if name not in unused}
 
 
 def latest_card(version: Version) -> str:
@@ -206,7 +209,7 @@ def latest_card(version: Version) -> str:
     manifest = read_manifest(version.directory)
     statistics = read_json(dataset_path(version.directory, STATISTICS_FILE))
     return root_card(
-        {**manifest, "options": card_options(manifest["options"])},
+        {**manifest, "options": card_options(manifest)},
         statistics,
         dataset_plot_captions(statistics),
         split_bytes(dataset_path(version.directory)),
@@ -221,7 +224,7 @@ def write_card(directory: str, manifest: dict, statistics: dict) -> None:
     for name, (_, png) in plots.items():
         write_file(dataset_path(directory, name), png)
     card = version_card(
-        {**manifest, "options": card_options(manifest["options"])},
+        {**manifest, "options": card_options(manifest)},
         statistics,
         {name: caption for name, (caption, _) in plots.items()},
         split_bytes(dataset_path(directory)),

@@ -471,7 +471,6 @@ def _card(
         options="\n".join(
             f"| `--{name}` | `{pool if name == 'decoy_pool' else value}` |"
             for name, value in sorted(options.items())
-            if not (name == "captions_license" and source.tag == SYNTHETIC)  # not used
         ),
         licence=source.licence,
         citations="\n\n".join(f"```bibtex\n{entry}\n```" for entry in cited(manifest)),
