@@ -23,6 +23,8 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from pipelines import make_corpus
+
 BUSY = "while True: pass"  # one core's worth of work that never waits
 
 
@@ -69,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         corpus = os.path.join(scratch, "captions.json")
-        make_corpus = [sys.executable, "-m", "pipelines.make_corpus", "--output", corpus]
-        subprocess.run([*make_corpus, "--num_images", str(args.num_images)], check=True)
+        if make_corpus.main(["--output", corpus, "--num_images", str(args.num_images)]):
+            raise SystemExit(f"could not write the corpus {corpus}")
         generate = [sys.executable, "-m", "pipelines.generate", "--input", corpus]
         generate += ["--output", os.path.join(scratch, "out"), "--force", "--quiet"]
         generate += ["--n_dev", str(args.num_images // 8), "--n_test", str(args.num_images // 8)]
