@@ -24,7 +24,6 @@ import sys
 
 import apache_beam as beam
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
@@ -40,6 +39,8 @@ from transforms.files import (
     list_files,
     read_json,
     read_parquet_files,
+    read_parquet_shards,
+    remove_shards,
     write_file,
     write_json,
 )
@@ -49,6 +50,7 @@ from transforms.trainer.features import ReadInstances, read_num_options
 from transforms.trainer.metrics import EVALUATION_SPLITS
 from transforms.vision.evaluation import evaluation_metrics, evaluation_table
 from transforms.vision.zero_shot import (
+    SCORES,
     UNREADABLE,
     ScoreInstances,
     SharedModel,
@@ -57,7 +59,7 @@ from transforms.vision.zero_shot import (
 )
 
 VISION = "vision"  # the extra Dataflow workers install (through --requirements_file)
-SCORES_FILE = "scores.parquet"
+SCORES_FOLDER = "scores.parquet"  # a folder of sorted shards, as Parquet readers take one
 METRICS_FILE = "metrics.json"
 TABLE_FILE = "table.txt"
 ACCURACY_PLOT = "accuracy.png"
@@ -139,7 +141,8 @@ def build_pipeline(
         pipeline
         | "ReadInstances" >> ReadInstances(dataset=dataset, splits=EVALUATION_SPLITS)
         | "Score" >> score
-        | "WriteScores" >> WriteScores(path=FileSystems.join(options.output, SCORES_FILE))
+        | "WriteScores"
+        >> WriteScores(folder=FileSystems.join(options.output, SCORES_FOLDER), total=total)
     )
 
 
@@ -152,13 +155,13 @@ def run(options: EvaluateOptions, beam_args: list[str] | None = None) -> dict:
     wanted, present = instance_images(dataset), present_images(options.images)
     check_images(options.images, wanted, present, options.allow_missing)
     check_writable(options.output)
+    remove_shards(FileSystems.join(options.output, SCORES_FOLDER), SCORES, ".parquet")
     strategy = read_manifest(dataset)["options"]["decoys"]
     audit = read_json(dataset_path(dataset, STATISTICS_FILE)).get("text_only_audit", {})
     pipeline = local_or_given_runner(beam_args or [], extra=VISION)
     build_pipeline(pipeline, options, dataset, len(wanted))
     counters = run_to_completion(pipeline)
-    with FileSystems.open(FileSystems.join(options.output, SCORES_FILE)) as handle:
-        scores = pq.read_table(handle)
+    scores = read_parquet_shards(FileSystems.join(options.output, SCORES_FOLDER), SCORES)
     check_scored(scores, options.images)
     metrics = {
         **evaluation_metrics(

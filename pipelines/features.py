@@ -1,10 +1,10 @@
 """Image features from image files, for dmc-train's ``--image_features``.
 
 Reads every image matching ``--images`` (local or gs://), preprocesses it as the encoder
-was trained, encodes batches with the model (loaded once per worker) and writes one Parquet
-file of (image, features), sorted by image (the file's name), the same bytes on every run
-of the same inputs. Unreadable files are skipped, counted and listed beside the output
-(``feats.skipped.json`` for ``feats.parquet``)::
+was trained, encodes batches with the model (loaded once per worker) and writes a folder of
+Parquet shards of (image, features), each sorted by image (the file's name), the same bytes
+on every run of the same inputs. Unreadable files are skipped, counted and listed beside
+the output (``feats.skipped.json`` for ``feats.parquet``)::
 
     python -m pipelines.features --images 'coco/train2014/*.jpg' \\
         --model resnet152 --pretrained IMAGENET1K_V2 --output feats.parquet
@@ -18,18 +18,29 @@ extras (workers install the package without them).
 """
 
 import logging
+import operator
 import os
 import sys
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.utils.shared import Shared
 
 from pipelines.cli import Command
 from pipelines.options import FeaturesOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
+from schemas.image_features import IMAGES_PER_SHARD, SHARDS
 from schemas.records import SKIPPED
+from transforms.dataset.write import Format, WriteShards, known_shards
 from transforms.errors import InputError
-from transforms.files import check_file_path, list_files, read_json, write_file, write_json
+from transforms.files import (
+    check_location,
+    check_writable,
+    list_files,
+    read_json,
+    remove_shards,
+    write_json,
+)
 from transforms.vision.features import (
     NAMESPACE,
     UNREADABLE,
@@ -58,9 +69,8 @@ def skipped_path(output: str) -> str:
     return f"{os.path.splitext(output)[0]}.skipped.json"
 
 
-def _write_features(rows: list, path: str) -> int:
-    write_file(path, parquet_bytes(features_table(rows)))
-    return len(rows)
+def features_bytes(rows: list[tuple[str, np.ndarray]]) -> bytes:
+    return parquet_bytes(features_table(rows))
 
 
 def _write_skipped(skipped: list[dict], path: str) -> None:
@@ -76,10 +86,12 @@ def build_pipeline(
         | "EncodeImages"
         >> EncodeImages(encoder=encoder, batch_size=options.batch_size, total=len(paths))
     )
-    _ = (
-        encoded["features"]
-        | "Gather" >> beam.combiners.ToList()
-        | "WriteFeatures" >> beam.Map(_write_features, options.output)
+    _ = encoded["features"] | "WriteFeatures" >> WriteShards(
+        output=options.output,
+        name=SHARDS,
+        formats=(Format("", ".parquet", features_bytes),),
+        key=operator.itemgetter(0),
+        plan=known_shards(pipeline, SHARDS, len(paths), options.output, IMAGES_PER_SHARD),
     )
     _ = (
         encoded[SKIPPED]
@@ -102,7 +114,7 @@ def summary(options: FeaturesOptions, matched: int, skipped: list[dict]) -> str:
 def run(options: FeaturesOptions, beam_args: list[str] | None = None) -> str:
     """Runs the job; returns its summary (how many images, which were unreadable and why)."""
     options.validate()
-    check_file_path(options.output, "--output")
+    check_location(options.output, "output")
     paths = list_files(images_pattern(options.images))
     if not paths:
         raise InputError(f"--images {options.images}: no files match")
@@ -112,6 +124,8 @@ def run(options: FeaturesOptions, beam_args: list[str] | None = None) -> str:
     # in-process workers share it
     loaded = encoder.acquire()
     logging.info("encoder: %s %s", options.library, type(loaded.model).__name__)
+    remove_shards(options.output, SHARDS, ".parquet")
+    check_writable(options.output)
     pipeline = local_or_given_runner(beam_args or [], extra="vision")
     build_pipeline(pipeline, options, paths, encoder)
     counters = run_to_completion(pipeline)
@@ -131,7 +145,8 @@ COMMAND = Command(
     description=(
         "Encodes image files (local or gs://) with a torchvision backbone, an open_clip image "
         "tower or a Hugging Face vision model (weights by name or from a checkpoint) and "
-        "writes one Parquet file of (image, features) that dmc-train --image_features reads. "
+        "writes a folder of Parquet shards of (image, features) that dmc-train "
+        "--image_features reads. "
         "Unreadable images are skipped, counted and listed."
     ),
     example="dmc-features --images coco/train2014 --pretrained IMAGENET1K_V2 --output f.parquet",

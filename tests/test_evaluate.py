@@ -9,22 +9,24 @@ the train split's image-caption pairs, which shows the scoring path carries sign
 import os
 import sys
 
+import apache_beam as beam
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from pipelines.evaluate import SCORES_FILE, TABLE_FILE, main, run
+from pipelines.evaluate import SCORES_FOLDER, TABLE_FILE, main, run
 from pipelines.options import EvaluateOptions, GenerateOptions
 from tests.support.tiny_clip import draw_images, instances, tiny_clip, words
 from tests.support.versions import SMALL
 from transforms.errors import InputError
+from transforms.files import read_parquet_shards
 from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.metrics import EVALUATION_SPLITS, binomial_std
 from transforms.vision.contrastive.base import ModelSpec
 from transforms.vision.contrastive.open_clip_model import model_source
 from transforms.vision.contrastive.registry import LIBRARIES, load_model
-from transforms.vision.zero_shot import NOT_FOUND
+from transforms.vision.zero_shot import NOT_FOUND, SCORES, WriteScores, score_row
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
@@ -56,7 +58,8 @@ def evaluate(tmp_path_factory):
             batch_size=16,
         )
         metrics = run(options)
-        return metrics, pq.read_table(os.path.join(output, SCORES_FILE)).to_pylist()
+        scores = read_parquet_shards(os.path.join(output, SCORES_FOLDER), SCORES)
+        return metrics, scores.to_pylist()
 
     return evaluated
 
@@ -82,6 +85,33 @@ def check_scores(version: str, metrics: dict, scores: list[dict]) -> None:
         assert len(row["scores"]) == metrics["num_options"]
         assert row["answer"] == int(np.argmax(row["scores"]))
         assert row["correct"] == (row["answer"] == labels[row["example_id"]])
+
+
+def test_scores_are_written_as_sorted_shards_whatever_their_order(tmp_path):
+    rows = [
+        score_row(
+            {
+                "example_id": f"{image}_0",
+                "split": split,
+                "image_id": str(image),
+                "label": 0,
+                "image_file": f"{image}.jpg",
+                "option_caption_ids": ["1", "2"],
+            },
+            np.array([0.5, 0.25]),
+        )
+        for split, image in (("test", 3), ("dev", 9), ("dev", 10), ("test", 1))
+    ]
+    with beam.Pipeline() as pipeline:
+        _ = pipeline | beam.Create(rows) | WriteScores(folder=str(tmp_path), total=len(rows))
+    assert os.listdir(tmp_path) == ["scores-00000-of-00001.parquet"]
+    written = pq.read_table(tmp_path / "scores-00000-of-00001.parquet").to_pylist()
+    assert [(row["split"], row["example_id"]) for row in written] == [
+        ("dev", "10_0"),
+        ("dev", "9_0"),
+        ("test", "1_0"),
+        ("test", "3_0"),
+    ]
 
 
 def test_random_weights_answer_at_chance(small_dataset, evaluate):

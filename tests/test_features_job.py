@@ -7,6 +7,7 @@ import here is skipped with the reason (on this machine's package index torchvis
 only as CUDA builds, which cannot load beside the CPU torch; see setup.py's test extra).
 """
 
+import glob
 import importlib
 import json
 import os
@@ -21,8 +22,9 @@ from pipelines import features as features_job
 from pipelines import make_corpus
 from pipelines import train as train_job
 from pipelines.options import FeaturesOptions
-from schemas.image_features import FEATURES_COLUMN, IMAGE_COLUMN
+from schemas.image_features import FEATURES_COLUMN, IMAGE_COLUMN, SHARDS
 from transforms.errors import InputError
+from transforms.files import read_parquet_shards
 from transforms.vision.drawing import draw_image, encode, write_images
 from transforms.vision.encoders.base import EncoderSpec
 from transforms.vision.encoders.registry import ENCODERS, load_encoder
@@ -145,7 +147,7 @@ def test_features_of_drawn_images_feed_the_trainer(
     skipped = json.loads((tmp_path / "features.skipped.json").read_text())["unreadable"]
     assert [skip["file"] for skip in skipped] == [truncated]
 
-    table = pq.read_table(output)
+    table = read_parquet_shards(output, SHARDS)
     images = table.column(IMAGE_COLUMN).to_pylist()
     assert images == sorted(name for name in os.listdir(drawn_images) if name != "truncated.jpg")
     vectors = np.asarray(table.column(FEATURES_COLUMN).to_pylist(), dtype=np.float32)
@@ -165,17 +167,31 @@ def test_features_of_drawn_images_feed_the_trainer(
     assert {"Baseline-I2C", "FFNN"} <= {row["model"] for row in metrics["models"]}
 
 
-def test_the_same_images_give_the_same_bytes(drawn_images, tmp_path):
+def test_the_same_images_give_the_same_shards(drawn_images, tmp_path, monkeypatch):
+    """Nine images in shards of about four: each shard sorted, every image in one, the
+    same bytes whatever the batches; a rerun replaces the shards of one with fewer."""
     spec, _ = tiny_hf(tmp_path / "model")
     pattern = os.path.join(drawn_images, "SYNTH_00000000000*.jpg")  # images 1 to 9
-    outputs = [str(tmp_path / f"{run}.parquet") for run in ("a", "b")]
-    for output, batch_size in zip(outputs, ("4", "3"), strict=True):
-        flags = ["--images", pattern, "--output", output, "--library", "transformers"]
-        argv = [*flags, "--batch_size", batch_size, "--checkpoint", spec.checkpoint]
-        assert features_job.main(argv) == 0
-    with open(outputs[0], "rb") as first, open(outputs[1], "rb") as second:
-        assert first.read() == second.read()
-    assert pq.read_table(outputs[0]).num_rows == 9
+    flags = ["--images", pattern, "--library", "transformers", "--checkpoint", spec.checkpoint]
+    monkeypatch.setattr(features_job, "IMAGES_PER_SHARD", 4)
+    written = []
+    for run, batch_size in (("a", "4"), ("b", "3")):
+        output = tmp_path / run
+        assert features_job.main([*flags, "--output", str(output), "--batch_size", batch_size]) == 0
+        written.append({path.name: path.read_bytes() for path in output.iterdir()})
+    assert written[0] == written[1]
+    assert sorted(written[0]) == [f"features-{s:05d}-of-00003.parquet" for s in range(3)]
+    shards = [pq.read_table(tmp_path / "a" / name) for name in sorted(written[0])]
+    for shard in shards:
+        images = shard.column(IMAGE_COLUMN).to_pylist()
+        assert images == sorted(images)
+    images = [image for shard in shards for image in shard.column(IMAGE_COLUMN).to_pylist()]
+    assert sorted(images) == sorted(os.path.basename(path) for path in glob.glob(pattern))
+
+    monkeypatch.setattr(features_job, "IMAGES_PER_SHARD", 5_000)
+    assert features_job.main([*flags, "--output", str(tmp_path / "a")]) == 0
+    assert os.listdir(tmp_path / "a") == ["features-00000-of-00001.parquet"]
+    assert read_parquet_shards(str(tmp_path / "a"), SHARDS).num_rows == 9
 
 
 def test_the_generate_path_imports_no_vision_package():
@@ -283,6 +299,7 @@ def test_images_checkpoint_and_output_on_gcs_give_the_local_bytes(tmp_path, monk
         assert features_job.main([*remote, *flags, "--checkpoint", "gs://dmc-features/model"]) == 0
         local = ["--images", str(tmp_path / "images"), "--output", str(tmp_path / "f.parquet")]
         assert features_job.main([*local, *flags, "--checkpoint", spec.checkpoint]) == 0
-        assert bucket.blob("f.parquet").download_as_bytes() == (tmp_path / "f.parquet").read_bytes()
+        shard = "f.parquet/features-00000-of-00001.parquet"
+        assert bucket.blob(shard).download_as_bytes() == (tmp_path / shard).read_bytes()
         skipped = json.loads(bucket.blob("f.skipped.json").download_as_bytes())
         assert skipped == {"unreadable": []}

@@ -15,6 +15,7 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from schemas.layout import shard_file
 from transforms.errors import InputError
 
 GCS_PATH = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/.*)?")
@@ -121,6 +122,50 @@ def read_named_parquet_files(
     """(path, table) of every Parquet file matching ``pattern``: for errors naming the file."""
     for path in list_files(pattern):
         yield path, pq.read_table(io.BytesIO(read_file(path)), columns=columns)
+
+
+SHARDS_OF = re.compile(r"-of-(\d{5})\.\w+$")
+
+
+def complete_shards(folder: str, name: str, suffix: str) -> list[str]:
+    """The shard files ``<name>-SSSSS-of-NNNNN<suffix>`` in ``folder``, in order, when they
+    are one whole set: a run that stopped part way, or a stale shard of an earlier run
+    beside them, is an InputError naming the folder, not a silently partial read."""
+    paths = list_files(FileSystems.join(folder, f"{name}-*-of-*{suffix}"))
+    if not paths:
+        raise InputError(f"{folder}: holds no {shard_file(name, 0, 1, suffix)} or other shard")
+    found = SHARDS_OF.search(paths[0])
+    expected = [
+        FileSystems.join(folder, shard_file(name, shard, int(found[1]), suffix))
+        for shard in range(int(found[1]))
+    ]
+    if paths != expected:
+        missing = sorted(set(expected) - set(paths)) or ["none"]
+        extra = sorted(set(paths) - set(expected)) or ["none"]
+        raise InputError(
+            f"{folder}: not one whole set of {name} shards (missing {os.path.basename(missing[0])}"
+            f", extra {os.path.basename(extra[0])}); write them again"
+        )
+    return paths
+
+
+def read_parquet_shards(folder: str, name: str) -> pa.Table:
+    """One table of every row of a whole set of Parquet shards, in shard order."""
+    return pa.concat_tables(
+        pq.read_table(io.BytesIO(read_file(path)))
+        for path in complete_shards(folder, name, ".parquet")
+    )
+
+
+def remove_shards(folder: str, name: str, suffix: str) -> None:
+    """Deletes an earlier run's ``name`` shards in ``folder`` and nothing else (a folder
+    given by mistake keeps every other file), or the one file an earlier release wrote at
+    ``folder``'s path."""
+    if os.path.isfile(folder):
+        os.remove(folder)
+    stale = list_files(FileSystems.join(folder, f"{name}-*-of-*{suffix}"))
+    if stale:
+        FileSystems.delete(stale)
 
 
 def check_location(path: str, flag: str) -> None:

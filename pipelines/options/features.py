@@ -27,8 +27,9 @@ class FeaturesOptions:
     )
     output: str = option(
         REQUIRED,
-        "the Parquet file to write (columns image, features: dmc-train's --image_features); "
-        "the unreadable images are listed beside it (feats.skipped.json for feats.parquet)",
+        "the folder of Parquet shards to write (columns image, features: dmc-train's "
+        "--image_features); an earlier run's shards in it are replaced, and the unreadable "
+        "images are listed beside it (feats.skipped.json for feats.parquet)",
         group=Group.IO,
     )
     library: str = option(

@@ -35,7 +35,7 @@ from schemas.records import Skip
 from transforms.corpus.normalize import TRUNCATED
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
-from transforms.dataset.write import Format, WriteShards, shard_count, text_bytes
+from transforms.dataset.write import Format, WriteShards, corpus_shards, shard_count, text_bytes
 from transforms.files import list_files, parse_json, read_file, read_parquet_files, unfenced
 from transforms.strategies.validity import RULES
 
@@ -87,8 +87,7 @@ class WriteSkips(beam.PTransform):
                 name=SKIPPED_NAME,
                 formats=(SKIPPED,),
                 key=str,
-                num_shards=skipped_shards,
-                corpus=self._corpus,
+                plan=corpus_shards(self._corpus, SKIPPED_NAME, skipped_shards),
                 fence=self._fence,
             )
         )

@@ -50,9 +50,9 @@ class Format(NamedTuple):
     encode: Callable[[list], bytes]
 
 
-def shard_count(captions: int, requested: int) -> int:
-    """``requested`` files, or (0) enough that each holds about SHARD_CAPTIONS records."""
-    return requested or max(1, math.ceil(captions / SHARD_CAPTIONS))
+def shard_count(records: int, requested: int, per_shard: int = SHARD_CAPTIONS) -> int:
+    """``requested`` files, or (0) enough that each holds about ``per_shard`` records."""
+    return requested or max(1, math.ceil(records / per_shard))
 
 
 def shard_of(key: str, num_shards: int) -> int:
@@ -137,11 +137,46 @@ def records_written(counters: dict[str, int]) -> dict[str, int]:
     }
 
 
+class ShardPlan(NamedTuple):
+    """What WriteShards needs beside the records, each a one-element PCollection: how many
+    shards, and the folder their records go through."""
+
+    num_shards: beam.PCollection
+    spill: beam.PCollection
+
+
+def corpus_shards(
+    corpus: beam.PCollection, name: str, num_shards: Callable[[CorpusRef], int]
+) -> ShardPlan:
+    """Shards counted from the corpus (its split sizes), spilled under its folder."""
+    return ShardPlan(
+        corpus | f"ShardCount {name}" >> beam.Map(num_shards),
+        folder_under(corpus, shards_directory(name)),
+    )
+
+
+# known_shards' spill folder, in the shards' own: Parquet readers skip names starting "_"
+SPILL_FOLDER = "_spill"
+
+
+def known_shards(
+    pipeline: beam.Pipeline, name: str, rows: int, output: str, per_shard: int = SHARD_CAPTIONS
+) -> ShardPlan:
+    """Shards of about ``per_shard`` of the ``rows`` records the driver has counted,
+    spilled in a folder of ``output``, the shards' folder."""
+    return ShardPlan(
+        pipeline | f"ShardCount {name}" >> beam.Create([shard_count(rows, 0, per_shard)]),
+        pipeline | f"Spill {name}" >> beam.Create([FileSystems.join(output, SPILL_FOLDER)]),
+    )
+
+
 class WriteShards(beam.PTransform):
     """Records -> every shard file of every format (empty shards included); emits the paths.
 
-    Shards are ``<output>/<format directory>/<name>-SSSSS-of-NNNNN<suffix>``. The records
-    reach their shard through files under ``<corpus>/shards-<name>`` (``spill.py``).
+    Shards are ``<output>/<format directory>/<name>-SSSSS-of-NNNNN<suffix>``. ``plan`` is
+    where their count and spill folder come from (:func:`corpus_shards`,
+    :func:`known_shards`): the records reach their shard through files in that folder
+    (``spill.py``), which goes once every shard is written.
     """
 
     def __init__(
@@ -151,17 +186,15 @@ class WriteShards(beam.PTransform):
         name: str,
         formats: tuple[Format, ...],
         key: Callable[[Any], str],
-        num_shards: Callable[[CorpusRef], int],
-        corpus: beam.PCollection,
+        plan: ShardPlan,
         fence: Callable[[], None] = unfenced,
     ):
         super().__init__()
         self._output, self._name, self._formats, self._key = output, name, formats, key
-        self._num_shards, self._corpus, self._fence = num_shards, corpus, fence
+        self._plan, self._fence = plan, fence
 
     def expand(self, records):
-        count = self._corpus | "ShardCount" >> beam.Map(self._num_shards)
-        folder = folder_under(self._corpus, shards_directory(self._name))
+        count, folder = self._plan.num_shards, self._plan.spill
         keyed = (
             records
             | "Shard"
@@ -225,8 +258,7 @@ class WriteInstances(beam.PTransform):
                 name=split,
                 formats=instance_formats(split, self._num_options),
                 key=operator.itemgetter("example_id"),
-                num_shards=split_shards(split, self._num_shards),
-                corpus=self._corpus,
+                plan=corpus_shards(self._corpus, split, split_shards(split, self._num_shards)),
                 fence=self._fence,
             )
             for code, split in enumerate(SPLITS)

@@ -46,19 +46,20 @@ from dataclasses import dataclass, field
 
 import apache_beam as beam
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
 from schemas.examples import TEXT_FEATURES, Example
-from schemas.image_features import FEATURES_COLUMN, IMAGE_COLUMN
+from schemas.image_features import FEATURES_COLUMN, IMAGE_COLUMN, SHARDS
 from schemas.instance import option_set
 from schemas.layout import PARQUET, corpus_folder, shard_pattern
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.corpus.store import Corpus, load_corpus, model_path
 from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 from transforms.errors import InputError
-from transforms.files import list_files, read_file
+from transforms.files import list_files, read_file, read_parquet_shards
 from transforms.seeds import keyed_rng
 from transforms.trainer.text_rules import hub_scores
 
@@ -154,8 +155,16 @@ class FeatureConfig:
     concept_min_count: int
 
 
+def features_table(path: str) -> pa.Table:
+    """dmc-features' folder of shards, or one Parquet file."""
+    if os.path.isdir(path) or list_files(FileSystems.join(path, f"{SHARDS}-*")):
+        return read_parquet_shards(path, SHARDS)
+    return pq.read_table(io.BytesIO(read_file(path)))
+
+
 def read_image_features(path: str, ids_path: str) -> tuple[list[str], np.ndarray]:
-    """(ids, vectors) from a Parquet file or a .npy file plus an ids file."""
+    """(ids, vectors) from dmc-features' folder, a Parquet file, or a .npy file plus an ids
+    file."""
     try:
         if path.endswith(".npy"):
             vectors = np.load(io.BytesIO(read_file(path)))
@@ -163,15 +172,15 @@ def read_image_features(path: str, ids_path: str) -> tuple[list[str], np.ndarray
             ids = [line.strip() for line in lines if line.strip()]
             where = f"{path} with {ids_path}"
         else:
-            table = pq.read_table(io.BytesIO(read_file(path)))
+            table = features_table(path)
             ids = [str(value) for value in table.column(IMAGE_COLUMN).to_pylist()]
             vectors = np.asarray(table.column(FEATURES_COLUMN).to_pylist(), dtype=np.float64)
             where = path
     except (OSError, ValueError, KeyError) as error:
         raise InputError(
-            f"{path}: cannot read image features ({error}); expected a Parquet file with "
-            f"columns '{IMAGE_COLUMN}' and '{FEATURES_COLUMN}', or a .npy matrix with "
-            "--image_ids naming its rows"
+            f"{path}: cannot read image features ({error}); expected dmc-features' folder, "
+            f"a Parquet file with columns '{IMAGE_COLUMN}' and '{FEATURES_COLUMN}', or a .npy "
+            "matrix with --image_ids naming its rows"
         ) from error
     if vectors.ndim != 2 or len(ids) != len(vectors):
         raise InputError(

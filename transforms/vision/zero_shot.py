@@ -14,7 +14,6 @@ instances are batched, scores only up to float rounding), and written in a fixed
 """
 
 import io
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import apache_beam as beam
@@ -27,7 +26,7 @@ from apache_beam.utils.shared import Shared
 from PIL import Image
 
 from schemas.instance import option_set
-from transforms.files import write_file
+from transforms.dataset.write import Format, WriteShards, known_shards
 from transforms.progress import Progress
 from transforms.trainer.metrics import EVALUATION_SPLITS
 from transforms.vision.contrastive.base import ContrastiveModel, ModelSpec
@@ -193,25 +192,38 @@ class ScoreInstances(beam.PTransform):
         )
 
 
-def write_scores(rows: Iterable[dict], path: str) -> str:
-    """One Parquet file, rows by (split, example id), whatever order they arrived in."""
-    ordered = sorted(rows, key=lambda row: (row["split"], row["example_id"]))
+SCORES = "scores"  # the shards' name: scores-SSSSS-of-NNNNN.parquet
+
+
+def scores_bytes(rows: list[dict]) -> bytes:
     buffer = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(ordered, schema=SCORES_SCHEMA), buffer)
-    write_file(path, buffer.getvalue())
-    return path
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCORES_SCHEMA), buffer)
+    return buffer.getvalue()
+
+
+def score_key(row: dict) -> str:
+    """Rows by split, then example id, in each shard.
+
+    >>> score_key({"split": "dev", "example_id": "9_0"})
+    'dev/9_0'
+    """
+    return f"{row['split']}/{row['example_id']}"
 
 
 class WriteScores(beam.PTransform):
-    """Rows -> the scores file (one write, after every row is in)."""
+    """Rows -> the scores folder: Parquet shards of about SHARD_CAPTIONS rows, each sorted
+    (``score_key``), the same bytes whatever order the rows arrive in. ``total``: how many
+    rows, which sets the shard count."""
 
-    def __init__(self, *, path: str):
+    def __init__(self, *, folder: str, total: int):
         super().__init__()
-        self._path = path
+        self._folder, self._total = folder, total
 
     def expand(self, rows):
-        return (
-            rows
-            | "Gather" >> beam.combiners.ToList()
-            | "Write" >> beam.Map(write_scores, self._path)
+        return rows | "Shards" >> WriteShards(
+            output=self._folder,
+            name=SCORES,
+            formats=(Format("", ".parquet", scores_bytes),),
+            key=score_key,
+            plan=known_shards(rows.pipeline, SCORES, self._total, self._folder),
         )
