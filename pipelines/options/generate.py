@@ -228,7 +228,7 @@ class RunOptions:
         group=Group.INDEX,
     )
     ivf_scan: float = option(
-        20.0,
+        24.0,
         "with --ivf_nprobe 0: vectors each query scans, as a multiple of N (recall vs time)",
         group=Group.INDEX,
     )

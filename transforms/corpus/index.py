@@ -6,9 +6,10 @@ Pools of up to ``exact_limit`` captions are searched exactly (faiss
 neighbours each) is ~10^14 multiply-adds, ~17 minutes of BLAS on two cores, while IVF
 scans only ``nprobe`` of ``nlist`` clusters per query. Its recall against exact search
 is measured by ``benchmarks/scale.py`` and ``benchmarks/index.py``: with the defaults,
-0.97 at MC-IC's N = 500 on 598,575 synthetic PV vectors, and 0.90 at the 200 closed sets
-search on 3.19M (2026-11-25). Halving ``nlist`` there made the search slower, not
-faster (5,908 queries a second against 6,335; the lists scanned grow), and cost 4 points.
+0.975 at MC-IC's N = 500 and 0.955 at the 200 closed sets search on 598,575 synthetic PV
+vectors (2026-11-27), and 0.90 at 200 on 3.19M (2026-11-25, a scan of 20 N). Halving
+``nlist`` there made the search slower, not faster (5,908 queries a second against 6,335;
+the lists scanned grow), and cost 4 points.
 
 An IVF index keeps each vector's residual to its cluster's centre as fp16: half the
 memory of float32 in every searching worker (1.6 GB less each at CC3M size, dim 256),
@@ -52,8 +53,8 @@ class IndexConfig:
 
 def probes(config: IndexConfig, count: int, nlist: int) -> int:
     """IVF clusters to scan: recall@N depends on how many vectors a query sees
-    relative to N (measured: ~20 N gives 0.96 on 600k PV vectors), not on the
-    fraction of the corpus.
+    relative to N (measured at N = 500 on 600k PV vectors: 0.966 scanning 20 N, 0.975
+    scanning 24 N), not on the fraction of the corpus.
 
     >>> probes(IndexConfig(0, 0, 0, 20, 500, 0), count=600_000, nlist=3098)
     52
