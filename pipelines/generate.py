@@ -35,7 +35,14 @@ from pipelines.optimize import run_search
 from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion, worker_threads
 from pipelines.store.claims import Fence
-from pipelines.store.lifecycle import Produced, latest_card, not_published, write_version
+from pipelines.store.lifecycle import (
+    DRIVER,
+    Produced,
+    driver_metrics,
+    latest_card,
+    not_published,
+    write_version,
+)
 from pipelines.store.manifest import build_manifest, file_checksum, read_inputs
 from pipelines.store.versions import (
     Version,
@@ -66,6 +73,7 @@ from transforms.dataset.statistics import WriteSkips, table_one
 from transforms.dataset.write import WriteInstances, records_written
 from transforms.errors import InputError, NotPublished
 from transforms.files import check_location, read_json, unfenced, write_json
+from transforms.progress import timed
 from transforms.search.optimize import report_table
 from transforms.strategies.adversarial import AdversarialFilter
 from transforms.strategies.registry import STRATEGIES
@@ -193,15 +201,16 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     inputs = expand_inputs(options.input)
     check_outside(inputs, options.output)
     check_output(options.output)
-    corpus, sample = read_inputs(inputs, options.image_list)
+    with timed(DRIVER, "inputs") as reading:  # checksums and --language's sample
+        corpus, sample = read_inputs(inputs, options.image_list)
     options = options.with_language(sample)
     checksums = input_checksums(options, corpus)
     version = plan_version(options.output, version_name(options, checksums), force=options.force)
     if version.complete:
         return up_to_date(options, version)
-    published = write_version(
-        options.output, version, partial(generate, options, beam_args, inputs, checksums)
-    )
+    timings = driver_metrics({"inputs": reading})
+    produce = partial(generate, options, beam_args, inputs, checksums, timings)
+    published = write_version(options.output, version, produce)
     if published is None:  # another run completed it meanwhile
         return up_to_date(options, dataclasses.replace(version, complete=True))
     return Generated(published.version, published.statistics, up_to_date=False)
@@ -212,10 +221,12 @@ def generate(
     beam_args: list[str],
     inputs: list[str],
     checksums: list[dict],
+    timings: dict[str, int],
     directory: str,
     fence: Fence,
 ) -> Produced:
-    """Writes the claimed, empty version ``directory``: the search, the pipeline's records."""
+    """Writes the claimed, empty version ``directory``: the search, the pipeline's records.
+    ``timings``: the driver's own steps so far, which join the pipeline's counters."""
     options = dataclasses.replace(options, output=directory)
     search = None
     if options.optimize:
@@ -240,7 +251,7 @@ def generate(
     )
     return Produced(
         records=records_written(metrics),
-        counters=metrics,
+        counters={**metrics, **timings},
         manifest=build_manifest(options, checksums, beam_args, search),
         audit=options.audit_config(directory),
         statistics=strategy_sections(options),

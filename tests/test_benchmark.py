@@ -70,7 +70,8 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     assert header[0] == "run" and header[-2:] == ["wall", "peak RSS"]
     assert run[0] == "closed sets: dim 256, 10 epochs, 2 workers" and len(run) == len(header)
     assert run[header.index("scoring + choice")] == "-"  # an mcic stage
-    assert re.fullmatch(r"\d+s", run[header.index("set forming")])
+    for stage in ("set forming", "reading", "writing", "statistics", "text-only audit"):
+        assert re.fullmatch(r"\d+s", run[header.index(stage)]), stage
     assert re.fullmatch(r"\d+\.\d min", run[-2]) and re.fullmatch(r"\d+\.\d GiB", run[-1])
 
     assert ["run", "split", "captions", "targets", "coverage", "instances"] in [
@@ -90,14 +91,18 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
         mean = manifest["statistics"]["splits"][split]["decoys"]["sim_pv"]["mean"]
         assert abs(float(sim_pv) - mean) <= 0.0005 + 1e-9
 
-    [projection] = [row for row in stages if row[0] == run[0] and len(row) == 7]
+    [recorded] = json.loads((tmp_path / "benchmark" / scale.RESULTS_FILE).read_text()).values()
+    [projection] = [row for row in stages if row[0] == run[0] and len(row) == 8]
     busy = {key: counters.get(key, 0) / 1000 for key, _ in scale.STAGES}
+    assert busy["driver/audit_ms"] > 0 and busy["read/read_ms"] > 0 and busy["write/write_ms"] > 0
     serial = sum(seconds for key, seconds in busy.items() if key in scale.ONE_PROCESS)
     share = serial / sum(busy.values())
     assert projection[1] == f"{serial:.0f}s" and projection[3] == f"{100 * share:.0f}%"
-    assert all(re.fullmatch(r"\d+\.\d min", cell) for cell in projection[5:])
+    uncounted = float(projection[4].rstrip("s"))
+    share_of_wall = 100 * uncounted / recorded["wall_s"]
+    assert float(projection[5].rstrip("%")) == pytest.approx(share_of_wall, abs=1.0)
+    assert all(re.fullmatch(r"\d+\.\d min", cell) for cell in projection[6:])
 
-    [recorded] = json.loads((tmp_path / "benchmark" / scale.RESULTS_FILE).read_text()).values()
     assert (recorded["captions"], recorded["workers"]) == (counters["corpus/captions"], 2)
     assert f"{recorded['wall_s'] / 60:.1f} min" == run[-2]
     assert f"{recorded['peak_rss_bytes'] / 2**30:.1f} GiB" == run[-1]

@@ -3,8 +3,11 @@
 import io
 import logging
 import re
+import types
 
+import apache_beam as beam
 import pytest
+from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.runners.portability import local_job_service
 from apache_beam.runners.worker import sdk_worker_main
@@ -174,3 +177,31 @@ def test_a_quiet_run_shows_nothing(tiny_corpus, tmp_path, capfd):
 def test_contradicting_or_negative_log_options_are_refused(log, problem):
     with pytest.raises(InputError, match=problem):
         log.validate()
+
+
+def test_timed_items_counts_making_the_items_not_the_stages_they_go_on_to(monkeypatch):
+    """A clock of its own, which the stages reach through the module (Beam pickles them):
+    making each item takes 1 s, the next stage 100 s an item."""
+    clock = types.SimpleNamespace(now=0.0, monotonic=lambda: clock.now)
+    monkeypatch.setattr(progress, "time", clock)
+
+    def made(count: int):
+        for item in range(count):
+            progress.time.now += 1
+            yield item
+
+    def slow(item: int) -> int:
+        progress.time.now += 100
+        return item
+
+    pipeline = beam.Pipeline()
+    _ = (
+        pipeline
+        | beam.Create([4])
+        | beam.FlatMap(lambda count: progress.timed_items("test", "made", made(count)))
+        | beam.Map(slow)
+    )
+    result = pipeline.run()
+    result.wait_until_finish()
+    [counter] = result.metrics().query(MetricsFilter().with_name("made_ms"))["counters"]
+    assert counter.committed == 4000

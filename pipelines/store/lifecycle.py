@@ -41,6 +41,7 @@ from transforms.dataset.statistics import (
 )
 from transforms.errors import NotPublished, input_error_message
 from transforms.files import read_json, remove_empty_folder, write_file, write_json
+from transforms.progress import Elapsed, timed
 from transforms.report.card import (
     CARD_FILE,
     CARD_SECTION,
@@ -53,6 +54,9 @@ from transforms.report.card import (
 )
 from transforms.report.plots import dataset_plot_captions, dataset_plots
 from transforms.trainer.dataset_audit import WARN, AuditConfig, audit_dataset, held_back
+
+# the manifest's metrics of the driver's own steps: driver/<step>_ms, beside the stages'
+DRIVER = "driver"
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,9 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
     A version its audit gate holds back is complete, but ``latest`` is left alone and
     NotPublished raised."""
     directory = version.directory
-    statistics = compute_statistics(*read_written(directory), produced.counters)
+    steps: dict[str, Elapsed] = {}
+    with timed(DRIVER, "statistics") as steps["statistics"]:
+        statistics = compute_statistics(*read_written(directory), produced.counters)
     small = small_train(statistics)
     if small:
         logging.warning("%s", small)
@@ -147,11 +153,9 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
             f"{directory}: {missing} captions are neither the target of an instance nor "
             "skipped; the version is left incomplete (a bug: see docs/troubleshooting.md)"
         )
-    statistics = {
-        **statistics,
-        **produced.statistics,
-        "text_only_audit": audit_dataset(directory, produced.audit),
-    }
+    with timed(DRIVER, "audit") as steps["audit"]:
+        audit = audit_dataset(directory, produced.audit)
+    statistics = {**statistics, **produced.statistics, "text_only_audit": audit}
     fence()
     write_json(dataset_path(directory, STATISTICS_FILE), statistics)
     manifest = {
@@ -162,11 +166,13 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
         "metrics": produced.counters,
         **({CARD_SECTION: produced.card} if produced.card else {}),
     }
-    write_card(directory, manifest, statistics)
-    written = inventory(directory)  # each file read once: the metadata lists the shards too
-    rewritten = write_metadata(directory, version.name, manifest, written)
-    unchanged = [entry for entry in written if entry["path"] not in rewritten]
-    manifest["files"] = checked_inventory(directory, produced.records, unchanged)
+    with timed(DRIVER, "card_and_inventory") as steps["card_and_inventory"]:
+        write_card(directory, manifest, statistics)
+        written = inventory(directory)  # each file read once: the metadata lists the shards too
+        rewritten = write_metadata(directory, version.name, manifest, written)
+        unchanged = [entry for entry in written if entry["path"] not in rewritten]
+        manifest["files"] = checked_inventory(directory, produced.records, unchanged)
+    manifest["metrics"] = {**manifest["metrics"], **driver_metrics(steps)}
     fence()
     write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)
     marker = {"instances": statistics["total"]["instances"], **produced.marker}
@@ -176,6 +182,16 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
     if leak is not None:
         raise NotPublished(not_published(complete, leak))
     return Published(complete, statistics)
+
+
+def driver_metrics(steps: dict[str, Elapsed]) -> dict[str, int]:
+    """The driver's steps after the pipeline as the manifest's metrics, named as the stages'
+    timing counters are (``driver/<step>_ms``), so that a benchmark accounts for them too.
+
+    >>> driver_metrics({"audit": Elapsed(1.5)})
+    {'driver/audit_ms': 1500}
+    """
+    return {f"{DRIVER}/{step}_ms": round(elapsed.seconds * 1000) for step, elapsed in steps.items()}
 
 
 def not_published(version: Version, leak: str) -> str:

@@ -34,6 +34,7 @@ from transforms.files import (
     read_file,
     storage_problem,
 )
+from transforms.progress import timed, timed_items
 
 AUTO_FORMAT, LINES = "auto", "lines"
 INPUT_FORMATS = (AUTO_FORMAT, LINES)
@@ -128,11 +129,13 @@ def decode(path: str, data: bytes) -> str:
 
 
 def parse_captions(path: str, data: bytes) -> Iterator[RawCaption]:
-    """Parses one corpus file; the format is told by its first character."""
+    """Parses one corpus file; the format is told by its first character. A generator
+    throughout, so that timing its items (``timed_items``) includes decoding the file."""
     text = decode(path, data)
     if text.lstrip().startswith(("{", "[")):
-        return _parse_coco(path, text)
-    return _parse_flickr(path, text)
+        yield from _parse_coco(path, text)
+    else:
+        yield from _parse_flickr(path, text)
 
 
 # What an image file name cannot hold: the C0 and C1 controls (tab, CR, LF, NUL...), DEL and
@@ -327,6 +330,14 @@ def check_one_source(image: tuple[str, Iterable[str]]) -> str:
     return image_id
 
 
+READ = "read"  # the counter read/read_ms: reading and parsing the caption files
+
+
+def timed_read(path: str) -> bytes:
+    with timed(READ, READ):
+        return read_file(path)
+
+
 class ReadCaptions(beam.PTransform):
     """File paths -> RawCaption, one file per element so files read in parallel.
 
@@ -345,8 +356,11 @@ class ReadCaptions(beam.PTransform):
         captions = (
             pipeline
             | "Paths" >> beam.Create(self._paths)
-            | "Read" >> beam.Map(lambda path: (path, read_file(path)))
-            | "Parse" >> beam.FlatMapTuple(parse_captions)
+            | "Read" >> beam.Map(lambda path: (path, timed_read(path)))
+            | "Parse"
+            >> beam.FlatMapTuple(
+                lambda path, data: timed_items(READ, READ, parse_captions(path, data))
+            )
         )
         if not self._merge:
             _ = (
@@ -378,10 +392,12 @@ class ReadLines(beam.PTransform):
         return (
             pipeline
             | "Paths" >> beam.Create(list(enumerate(self._paths)))
-            | "Read" >> beam.MapTuple(lambda position, path: (position, path, read_file(path)))
+            | "Read" >> beam.MapTuple(lambda position, path: (position, path, timed_read(path)))
             | "Parse"
             >> beam.FlatMap(
-                lambda file, images, images_path: parse_lines(*file, images, images_path),
+                lambda file, images, images_path: timed_items(
+                    READ, READ, parse_lines(*file, images, images_path)
+                ),
                 beam.pvalue.AsSingleton(images),
                 self._images,
             )

@@ -37,6 +37,7 @@ from schemas.tf_example import tfrecord_frame, to_tf_example
 from transforms.corpus.split import SPLITS
 from transforms.corpus.store import CorpusRef
 from transforms.files import unfenced, write_file
+from transforms.progress import timed
 from transforms.spill import RemoveAfter, SpillToFiles, folder_under, read_spilled
 
 SHARD_CAPTIONS = 20_000  # default shard size: one file per this many captions of the split
@@ -109,12 +110,13 @@ def write_shard(
     fence: Callable[[], None],
 ) -> list[str]:
     shard, grouped = shard_and_records
-    records = sorted(read_spilled(grouped["records"]), key=key)
-    fence()  # a run whose claim was taken over writes no shard
-    paths = []
-    for form in formats:
-        paths.append(shard_path(output, form, name, shard, num_shards))
-        write_file(paths[-1], form.encode(records))
+    with timed("write", "write"):  # the spilled records read back, sorted, encoded, written
+        records = sorted(read_spilled(grouped["records"]), key=key)
+        fence()  # a run whose claim was taken over writes no shard
+        paths = []
+        for form in formats:
+            paths.append(shard_path(output, form, name, shard, num_shards))
+            write_file(paths[-1], form.encode(records))
     Metrics.counter("write", "shards").inc()
     Metrics.counter("write", records_counter(name)).inc(len(records))
     return paths
