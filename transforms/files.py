@@ -127,11 +127,16 @@ def read_named_parquet_files(
 SHARDS_OF = re.compile(r"-of-(\d{5})\.\w+$")
 
 
+def shard_files(folder: str, name: str, suffix: str) -> list[str]:
+    """Every ``<name>-SSSSS-of-NNNNN<suffix>`` file in ``folder``, whole set or not."""
+    return list_files(FileSystems.join(folder, f"{name}-*-of-*{suffix}"))
+
+
 def complete_shards(folder: str, name: str, suffix: str) -> list[str]:
     """The shard files ``<name>-SSSSS-of-NNNNN<suffix>`` in ``folder``, in order, when they
     are one whole set: a run that stopped part way, or a stale shard of an earlier run
     beside them, is an InputError naming the folder, not a silently partial read."""
-    paths = list_files(FileSystems.join(folder, f"{name}-*-of-*{suffix}"))
+    paths = shard_files(folder, name, suffix)
     if not paths:
         raise InputError(f"{folder}: holds no {shard_file(name, 0, 1, suffix)} or other shard")
     found = SHARDS_OF.search(paths[0])
@@ -163,7 +168,7 @@ def remove_shards(folder: str, name: str, suffix: str) -> None:
     ``folder``'s path."""
     if os.path.isfile(folder):
         os.remove(folder)
-    stale = list_files(FileSystems.join(folder, f"{name}-*-of-*{suffix}"))
+    stale = shard_files(folder, name, suffix)
     if stale:
         FileSystems.delete(stale)
 
