@@ -96,6 +96,11 @@ ONE_PROCESS = {
 }
 
 
+def timed_steps(manifest: dict) -> dict[str, int]:
+    """A run's counters and the driver's own step times (the manifest keeps them apart)."""
+    return {**manifest["metrics"], **manifest.get("timings", {})}
+
+
 def amdahl(metrics: dict, wall: float, workers: int) -> dict:
     """Busy seconds in one process and in parallel stages, and the wall time projected for
     more workers: T(w) = rest + one-process + parallel / w, where ``rest`` (what no stage
@@ -238,7 +243,7 @@ def run_entry(name: str, run: Run, size: tuple[int, int]) -> dict:
 
 def completed_entry(name: str, run: Run, result: dict) -> dict:
     """A completed run's entry: its wall time, peak RSS and stage busy times."""
-    metrics = result["manifest"]["metrics"]
+    metrics = timed_steps(result["manifest"])
     return {
         **run_entry(name, run, result["corpus_size"]),
         "captions": metrics.get("corpus/captions", 0),
@@ -514,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
     rows = [("run", *(label for _, label in STAGES), "wall", "peak RSS")]
     for name, result in results.items():
-        metrics = result["manifest"]["metrics"]
+        metrics = timed_steps(result["manifest"])
         rows.append(
             (
                 ALL_RUNS[name].label,
@@ -540,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     ]  # fmt: skip
     for name, result in results.items():
         run = ALL_RUNS[name]
-        projection = amdahl(result["manifest"]["metrics"], result["wall"], run.workers)
+        projection = amdahl(timed_steps(result["manifest"]), result["wall"], run.workers)
         projections.append(
             (
                 run.label,

@@ -226,7 +226,7 @@ def generate(
     fence: Fence,
 ) -> Produced:
     """Writes the claimed, empty version ``directory``: the search, the pipeline's records.
-    ``timings``: the driver's own steps so far, which join the pipeline's counters."""
+    ``timings``: the driver's own steps so far."""
     options = dataclasses.replace(options, output=directory)
     search = None
     if options.optimize:
@@ -251,11 +251,12 @@ def generate(
     )
     return Produced(
         records=records_written(metrics),
-        counters={**metrics, **timings},
+        counters=metrics,
         manifest=build_manifest(options, checksums, beam_args, search),
         audit=options.audit_config(directory),
         statistics=strategy_sections(options),
         audit_gate=options.audit_gate,
+        timings=timings,
     )
 
 

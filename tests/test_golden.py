@@ -93,6 +93,7 @@ def normalised_manifest(manifest: dict) -> dict:
         "created": NORMALISED,
         "code": NORMALISED,
         "metrics": metrics,
+        "timings": dict.fromkeys(manifest.get("timings", {}), NORMALISED),
         "files": files,
     }
 

@@ -55,7 +55,7 @@ from transforms.report.card import (
 from transforms.report.plots import dataset_plot_captions, dataset_plots
 from transforms.trainer.dataset_audit import WARN, AuditConfig, audit_dataset, held_back
 
-# the manifest's metrics of the driver's own steps: driver/<step>_ms, beside the stages'
+# the manifest's timings of the driver's own steps: driver/<step>_ms, as the stages' counters
 DRIVER = "driver"
 
 
@@ -72,7 +72,9 @@ class Produced:
     card (kept in the manifest, so the root's card has it too); ``marker``: fields added to
     the completion marker; ``every_caption``: every
     corpus caption must be a target or skipped (a whole run; a subset drops some);
-    ``audit_gate``: whether an audit off chance keeps the version from being the latest.
+    ``audit_gate``: whether an audit off chance keeps the version from being the latest;
+    ``timings``: the producer's own steps outside the pipeline (:func:`driver_metrics`),
+    which the manifest keeps apart from the counters.
     """
 
     records: dict[str, int]
@@ -84,6 +86,7 @@ class Produced:
     marker: dict = field(default_factory=dict)
     every_caption: bool = True
     audit_gate: str = WARN
+    timings: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,7 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
         rewritten = write_metadata(directory, version.name, manifest, written)
         unchanged = [entry for entry in written if entry["path"] not in rewritten]
         manifest["files"] = checked_inventory(directory, produced.records, unchanged)
-    manifest["metrics"] = {**manifest["metrics"], **driver_metrics(steps)}
+    manifest["timings"] = {**produced.timings, **driver_metrics(steps)}
     fence()
     write_json(FileSystems.join(directory, MANIFEST_FILE), manifest)
     marker = {"instances": statistics["total"]["instances"], **produced.marker}
@@ -185,8 +188,10 @@ def finish(output: str, version: Version, produced: Produced, fence: Fence) -> P
 
 
 def driver_metrics(steps: dict[str, Elapsed]) -> dict[str, int]:
-    """The driver's steps after the pipeline as the manifest's metrics, named as the stages'
-    timing counters are (``driver/<step>_ms``), so that a benchmark accounts for them too.
+    """The driver's own steps as the manifest's ``timings``, named as the stages' timing
+    counters are (``driver/<step>_ms``), so that a benchmark accounts for them too. Apart
+    from the counters (``metrics``): a version filtered from another keeps that run's
+    counters, and its own timings.
 
     >>> driver_metrics({"audit": Elapsed(1.5)})
     {'driver/audit_ms': 1500}
