@@ -15,7 +15,7 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from schemas.layout import shard_file
+from schemas.layout import SHARD_NAME, shard_file
 from transforms.errors import InputError
 
 GCS_PATH = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/.*)?")
@@ -121,10 +121,12 @@ def read_named_parquet_files(
 ) -> Iterator[tuple[str, pa.Table]]:
     """(path, table) of every Parquet file matching ``pattern``: for errors naming the file."""
     for path in list_files(pattern):
-        yield path, pq.read_table(io.BytesIO(read_file(path)), columns=columns)
+        yield path, read_parquet(path, columns)
 
 
-SHARDS_OF = re.compile(r"-of-(\d{5})\.\w+$")
+def read_parquet(path: str, columns: list[str] | None = None) -> pa.Table:
+    """One Parquet file, local or gs://, read whole."""
+    return pq.read_table(io.BytesIO(read_file(path)), columns=columns)
 
 
 def shard_files(folder: str, name: str, suffix: str) -> list[str]:
@@ -139,10 +141,10 @@ def complete_shards(folder: str, name: str, suffix: str) -> list[str]:
     paths = shard_files(folder, name, suffix)
     if not paths:
         raise InputError(f"{folder}: holds no {shard_file(name, 0, 1, suffix)} or other shard")
-    found = SHARDS_OF.search(paths[0])
+    num_shards = int(SHARD_NAME.fullmatch(paths[0])["of"])
     expected = [
-        FileSystems.join(folder, shard_file(name, shard, int(found[1]), suffix))
-        for shard in range(int(found[1]))
+        FileSystems.join(folder, shard_file(name, shard, num_shards, suffix))
+        for shard in range(num_shards)
     ]
     if paths != expected:
         missing = sorted(set(expected) - set(paths)) or ["none"]
@@ -157,8 +159,7 @@ def complete_shards(folder: str, name: str, suffix: str) -> list[str]:
 def read_parquet_shards(folder: str, name: str) -> pa.Table:
     """One table of every row of a whole set of Parquet shards, in shard order."""
     return pa.concat_tables(
-        pq.read_table(io.BytesIO(read_file(path)))
-        for path in complete_shards(folder, name, ".parquet")
+        read_parquet(path) for path in complete_shards(folder, name, ".parquet")
     )
 
 

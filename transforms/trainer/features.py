@@ -59,7 +59,13 @@ from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.corpus.store import Corpus, load_corpus, model_path
 from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 from transforms.errors import InputError
-from transforms.files import list_files, read_file, read_parquet_shards, shard_files
+from transforms.files import (
+    list_files,
+    read_file,
+    read_parquet,
+    read_parquet_shards,
+    shard_files,
+)
 from transforms.seeds import keyed_rng
 from transforms.trainer.text_rules import hub_scores
 
@@ -159,7 +165,7 @@ def features_table(path: str) -> pa.Table:
     """dmc-features' folder of shards, or one Parquet file."""
     if os.path.isdir(path) or shard_files(path, SHARDS, ".parquet"):
         return read_parquet_shards(path, SHARDS)
-    return pq.read_table(io.BytesIO(read_file(path)))
+    return read_parquet(path)
 
 
 def read_image_features(path: str, ids_path: str) -> tuple[list[str], np.ndarray]:

@@ -13,13 +13,11 @@ batches, each independently of the others in its batch (answers do not depend on
 instances are batched, scores only up to float rounding), and written in a fixed order.
 """
 
-import io
 from dataclasses import dataclass
 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
@@ -31,7 +29,7 @@ from transforms.progress import Progress
 from transforms.trainer.metrics import EVALUATION_SPLITS
 from transforms.vision.contrastive.base import ContrastiveModel, ModelSpec
 from transforms.vision.contrastive.registry import load_model
-from transforms.vision.features import read_image
+from transforms.vision.features import parquet_bytes, read_image
 
 NAMESPACE = "evaluate"
 # the counters: the instances scored, and those whose image was not, by kind of problem
@@ -196,9 +194,7 @@ SCORES = "scores"  # the shards' name: scores-SSSSS-of-NNNNN.parquet
 
 
 def scores_bytes(rows: list[dict]) -> bytes:
-    buffer = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCORES_SCHEMA), buffer)
-    return buffer.getvalue()
+    return parquet_bytes(pa.Table.from_pylist(rows, schema=SCORES_SCHEMA))
 
 
 def score_key(row: dict) -> str:
