@@ -4,15 +4,19 @@ import hashlib
 import json
 import os
 
+import apache_beam as beam
 import numpy as np
 import pyarrow.parquet as pq
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
 
 from schemas.layout import corpus_folder, dataset_path
 from tests.support.dataset_checks import check_dataset, in_text_order, read_parquet
 from transforms.corpus.neighbours import load_searchable, search
 from transforms.strategies.closed_sets import ClosedSets
 from transforms.strategies.closed_sets.leftovers import (
-    LEFTOVER_DEPTH,
+    LEFTOVER_DEPTHS,
+    Waiting,
     graph_weights,
     leftover_graphs,
     searched_deeper,
@@ -119,7 +123,7 @@ def test_leftover_graphs_travel_as_bits_and_give_back_the_same_weights(closed_se
     scratch = corpus.ngrams.scratch()
     allowed, _ = pairs_allowed(corpus, rows, candidates, sim_pv, config.rules, scratch)
     edges = Edges(rows, candidates, sim_pv, allowed)
-    graphs = leftover_graphs(corpus, pool, edges, config.rules, scratch)
+    graphs = leftover_graphs(corpus, pool, edges, config.rules, scratch, np.zeros(0, bool))
     weights = graph_weights(pool, graphs)
     nodes = graphs.nodes
     assert graphs.allowed.nbytes * 20 < weights.nbytes
@@ -133,12 +137,11 @@ def test_leftover_graphs_travel_as_bits_and_give_back_the_same_weights(closed_se
     assert (~np.isnan(weights)).sum() > len(rows)  # real graphs, not all NaN
 
 
-def test_searching_deeper_checks_only_the_new_depth_and_gives_the_same_graphs(
-    closed_sets_dataset,
-):
-    """Leftovers short of candidates: searching deeper without checking again the pairs
-    already turned away gives the graphs that checking every pair of the deeper search
-    gives."""
+def test_searching_deeper_allows_by_the_rules_and_puts_a_group_first(closed_sets_dataset):
+    """Leftovers short of candidates, or of four that may share a set: searched deeper,
+    every candidate kept is allowed with the target (as ``pairs_allowed`` says), and more
+    rows lead with four candidates that form a set with the target than nearest-first
+    order gives."""
     directory, options = closed_sets_dataset
     config = ClosedSets.resolve(options.strategy_config())
     searchable = load_searchable(corpus_folder(directory), config.decoy_pool, config.index)
@@ -148,12 +151,33 @@ def test_searching_deeper_checks_only_the_new_depth_and_gives_the_same_graphs(
     candidates, sim_pv = search(corpus, pool, rows, searched)  # as _AllowedPairs has them
     allowed, _ = pairs_allowed(corpus, rows, candidates, sim_pv, rules, scratch, need=50)
     edges = Edges(rows, *first_allowed(candidates, sim_pv, allowed, 50))
-    deeper = searched_deeper(corpus, pool, edges, rules, scratch, searched)
+    waiting = np.zeros(len(corpus), bool)
+    waiting[rows] = True  # the sampled rows are the leftovers
+    deeper = searched_deeper(corpus, pool, edges, rules, scratch, searched, waiting)
     assert (deeper.allowed.sum(axis=1) > edges.allowed.sum(axis=1)).sum() > 10  # it searched
+    kept = np.where(deeper.allowed, deeper.candidates, -1)
+    again, _ = pairs_allowed(corpus, rows, kept, deeper.sim_pv, rules, scratch)
+    np.testing.assert_array_equal(again, deeper.allowed)
+    assert len(np.unique(kept[0][kept[0] >= 0])) == (kept[0] >= 0).sum()
 
-    candidates, sim_pv = search(corpus, pool, rows, LEFTOVER_DEPTH * searched)
+    def sets_first(found: Edges) -> int:
+        nodes = np.concatenate([rows[:, None], found.candidates[:, :4]], axis=1)
+        return int((mutual_allowed(corpus, nodes, rules, scratch).sum(axis=(1, 2)) == 20).sum())
+
+    candidates, sim_pv = search(corpus, pool, rows, LEFTOVER_DEPTHS[-1] * searched)
     every, _ = pairs_allowed(corpus, rows, candidates, sim_pv, rules, scratch)
-    expected = leftover_graphs(corpus, pool, Edges(rows, candidates, sim_pv, every), rules, scratch)
-    got = leftover_graphs(corpus, pool, deeper, rules, scratch)
-    for column, want in zip(got, expected, strict=True):
-        np.testing.assert_array_equal(column, want)
+    nearest = Edges(rows, *first_allowed(candidates, sim_pv, every, 50))
+    assert sets_first(deeper) > sets_first(nearest) > 0
+
+
+def test_waiting_marks_every_leftover_of_every_batch_whatever_the_order():
+    """The border pass's side input: one bool per caption up to the largest leftover."""
+    batches = [np.array([7, 2]), np.array([], dtype=np.int64), np.array([4]), np.array([2, 9])]
+    with TestPipeline() as pipeline:
+        waiting = (
+            pipeline
+            | beam.Create(batches, reshuffle=False)
+            | beam.CombineGlobally(Waiting())
+            | beam.Map(lambda rows: np.flatnonzero(rows).tolist())
+        )
+        assert_that(waiting, equal_to([[2, 4, 7, 9]]))

@@ -11,6 +11,7 @@ from transforms.strategies.validity import (
     ValidityRules,
     _corpus_arrays,
     _violation,
+    allowed_group,
     choose_valid,
     mutual_allowed,
     pairs_allowed,
@@ -206,3 +207,40 @@ def test_a_row_that_needs_only_its_first_allowed_candidates_gets_the_same_ones(n
         first = np.flatnonzero(every)[:need]
         np.testing.assert_array_equal(np.flatnonzero(got)[: len(first)], first)
     assert needed.sum() < full.sum() and (rejected <= all_rejected).all()
+
+
+@pytest.mark.parametrize("rules", EVERY_RULE_SET)
+def test_a_group_is_the_first_allowed_candidates_that_are_allowed_with_each_other(rules):
+    """The walk allows what ``pairs_allowed`` allows, trusts ``known`` pairs unchecked, and
+    admits a candidate to the group only if it may share a set with every earlier member."""
+    data = corpus()
+    targets = np.array([2, 7])
+    candidates = np.array([[5, 6, 3, 4, 0, 9, 8, -1], [0, 1, 2, 3, 4, 5, 6, 8]])
+    sim_pv = np.random.default_rng(2).uniform(-1, 1, size=candidates.shape)
+    scratch = data.ngrams.scratch()
+    known = np.zeros(candidates.shape, bool)
+    allowed, members, rejected = allowed_group(
+        data, targets, candidates, sim_pv, known, rules, scratch, need=8, group=3
+    )
+    expected, expected_rejected = pairs_allowed(data, targets, candidates, sim_pv, rules, scratch)
+    np.testing.assert_array_equal(allowed, expected)
+    np.testing.assert_array_equal(rejected, expected_rejected)
+    for b, row in enumerate(candidates):
+        group: list[int] = []
+        for j in np.flatnonzero(allowed[b]):
+            if len(group) < 3 and all(
+                violation(data, row[j], row[m], np.nan, rules) == VALID
+                and violation(data, row[m], row[j], np.nan, rules) == VALID
+                for m in group
+            ):
+                group.append(j)
+        assert members[b].tolist() == group + [-1] * (3 - len(group))
+    assert (members[:, 1] >= 0).all()  # groups form: row 5 and row 6 (one text) never share one
+    trusted, _, none = allowed_group(
+        data, targets, candidates, sim_pv, ~known, rules, scratch, need=8, group=3
+    )
+    assert trusted[candidates >= 0].all() and not none.any()
+    first, _, _ = allowed_group(
+        data, targets, candidates, sim_pv, known, rules, scratch, need=1, group=0
+    )
+    assert (first.sum(axis=1) == 1).all()  # the walk stops once it has what it needs

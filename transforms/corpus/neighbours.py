@@ -130,16 +130,22 @@ class SharedCorpus:
 
 
 def search(
-    corpus: Corpus, pool: Pool, targets: np.ndarray, neighbours: int
+    corpus: Corpus, pool: Pool, targets: np.ndarray, neighbours: int, wider: int = 1
 ) -> tuple[np.ndarray, np.ndarray]:
     """(candidates, sim_pv), both (len(targets), neighbours), best first.
 
     Candidates are corpus rows of other images than the target's; -1 (with
-    simPV 0) fills the rows' ends only when the pool is too small.
+    simPV 0) fills the rows' ends only when the pool is too small. ``wider``: an IVF
+    index scans that many times the clusters it was built to scan (``--ivf_scan`` is
+    set for the first search's depth).
     """
     k = min(neighbours + pool.largest_image, len(pool.rows))
     queries = pool.index.reconstruct_batch(np.searchsorted(pool.rows, targets))
-    sims, local = pool.index.search(queries, k)
+    params = None
+    if wider > 1 and isinstance(pool.index, faiss.IndexIVF):
+        nprobe = min(pool.index.nlist, pool.index.nprobe * wider)
+        params = faiss.SearchParametersIVF(nprobe=nprobe)
+    sims, local = pool.index.search(queries, k, params=params)
     rows = np.where(local >= 0, pool.rows[np.maximum(local, 0)], -1)
     other = (rows >= 0) & (corpus.image_of[rows] != corpus.image_of[targets][:, None])
     order = np.argsort(~other, axis=1, kind="stable")[:, :neighbours]

@@ -302,6 +302,95 @@ def pairs_allowed(
 
 
 @numba.njit(nogil=True, cache=True)
+def _mutually_valid(a, b, image_of, image_rows, image_offsets, text_id, own_closeness, ids,
+                    ranks, offsets, lengths, sentences, limit, threshold, own_caption_rule,
+                    scratch):  # fmt: skip
+    """Whether two candidates may share a set, on every rule but the own-caption rule's
+    cosine (unknown here; :func:`mutual_allowed` checks it where the sets are chosen)."""
+    arrays = (image_of, image_rows, image_offsets, text_id, own_closeness, ids, ranks,
+              offsets, lengths, sentences, limit, threshold, own_caption_rule, scratch)  # fmt: skip
+    return _violation(a, b, np.nan, *arrays) == VALID and _violation(b, a, np.nan, *arrays) == VALID
+
+
+@numba.njit(nogil=True, cache=True)
+def _group_kernel(
+    targets, candidates, sim_pv, known, need, group, image_of, image_rows, image_offsets,
+    text_id, own_closeness, ids, ranks, offsets, lengths, sentences, limit, threshold,
+    own_caption_rule, scratch, allowed, members, rejected,
+):  # fmt: skip
+    arrays = (image_of, image_rows, image_offsets, text_id, own_closeness, ids, ranks,
+              offsets, lengths, sentences, limit, threshold, own_caption_rule, scratch)  # fmt: skip
+    for b in range(targets.shape[0]):
+        target, found, count = targets[b], 0, 0
+        for j in range(candidates.shape[1]):
+            if found >= need and count >= group:
+                break
+            decoy = candidates[b, j]
+            if decoy < 0:
+                continue
+            if not known[b, j]:
+                reason = _violation(decoy, target, sim_pv[b, j], *arrays)
+                if reason == VALID:
+                    reason = _violation(target, decoy, sim_pv[b, j], *arrays)
+                if reason != VALID:
+                    rejected[reason] += 1
+                    continue
+            allowed[b, j] = True
+            found += 1
+            fits = count < group
+            for q in range(count if fits else 0):
+                fits = fits and _mutually_valid(decoy, candidates[b, members[b, q]], *arrays)
+            if fits:
+                members[b, count] = j
+                count += 1
+
+
+def allowed_group(
+    corpus: Corpus,
+    targets: np.ndarray,
+    candidates: np.ndarray,
+    sim_pv: np.ndarray,
+    known: np.ndarray,
+    rules: ValidityRules,
+    scratch: np.ndarray,
+    *,
+    need: int,
+    group: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's candidates walked in order until ``need`` are allowed with the target
+    (:func:`pairs_allowed`; ``known`` ones are, unchecked) and ``group`` of those allowed
+    are also allowed with each other: the first that are, greedily.
+
+    Where a caption's nearest are all one scene, its nearest allowed candidates are often
+    captions of one other scene, which describe each other: no set forms among them, and
+    the group shows whether one can (a group of four and the target is one).
+
+    Returns (allowed (B, N) bool, members (B, group) positions, -1 where fewer were found,
+    rejections per rule).
+    """
+    allowed = np.zeros(candidates.shape, dtype=bool)
+    members = np.full((len(targets), group), -1, dtype=np.int64)
+    rejected = np.zeros(len(RULES), dtype=np.int64)
+    _group_kernel(
+        np.ascontiguousarray(targets, dtype=np.int64),
+        np.ascontiguousarray(candidates, dtype=np.int64),
+        np.ascontiguousarray(sim_pv, dtype=np.float64),
+        np.ascontiguousarray(known, dtype=np.bool_),
+        need,
+        group,
+        *_corpus_arrays(corpus),
+        rules.limit,
+        rules.threshold,
+        rules.own_caption_rule,
+        scratch,
+        allowed,
+        members,
+        rejected,
+    )
+    return allowed, members, rejected
+
+
+@numba.njit(nogil=True, cache=True)
 def _mutual_kernel(
     nodes, sim_pv, image_of, image_rows, image_offsets, text_id, own_closeness,
     ids, ranks, offsets, lengths, sentences, limit, threshold, own_caption_rule, scratch,

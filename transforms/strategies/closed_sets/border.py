@@ -46,6 +46,7 @@ from transforms.strategies.closed_sets.leftovers import (
     Keyed,
     LeftoverGraphs,
     Leftovers,
+    Waiting,
     graph_weights,
     leftover_graphs,
     searched_deeper,
@@ -79,7 +80,13 @@ class _LeftoverGraphs(beam.DoFn):
         self._corpus, self._rules, self._searched = corpus, rules, searched
         self._scratch = self._progress = None
 
-    def process(self, keyed: tuple[PartKey, Edges], trees: dict[str, PartTree], total: int):
+    def process(
+        self,
+        keyed: tuple[PartKey, Edges],
+        trees: dict[str, PartTree],
+        total: int,
+        waiting: np.ndarray,
+    ):
         (split, _, directory), edges = keyed
         if self._progress is None:  # minutes at 3.3M captions, after the parts' last line
             self._progress = Progress("closed_sets", "leftovers", total)
@@ -88,8 +95,10 @@ class _LeftoverGraphs(beam.DoFn):
             self._scratch = searchable.corpus.ngrams.scratch()
         corpus, pool = searchable.corpus, searchable.pools[split]
         with timed("closed_sets", "leftover_graphs"):
-            edges = searched_deeper(corpus, pool, edges, self._rules, self._scratch, self._searched)
-            graphs = leftover_graphs(corpus, pool, edges, self._rules, self._scratch)
+            edges = searched_deeper(
+                corpus, pool, edges, self._rules, self._scratch, self._searched, waiting
+            )
+            graphs = leftover_graphs(corpus, pool, edges, self._rules, self._scratch, waiting)
             nodes = graphs.nodes
             parts = np.full(nodes.shape, -1, np.int64)
             parts[nodes >= 0] = parts_of(searchable, trees[split], split, nodes[nodes >= 0])
@@ -326,6 +335,11 @@ class BorderPass(beam.PTransform):
             | "LeftoverSizes" >> beam.Map(lambda keyed: len(keyed[1].targets))
             | "LeftoverTotal" >> beam.CombineGlobally(sum)
         )
+        waiting = (
+            leftovers
+            | "LeftoverRows" >> beam.Map(lambda keyed: keyed[1].targets)
+            | "Waiting" >> beam.CombineGlobally(Waiting())
+        )
         leftovers = (
             leftovers
             | "Batches" >> beam.FlatMap(batches_of, size=config.batch_size)
@@ -335,6 +349,7 @@ class BorderPass(beam.PTransform):
                 _LeftoverGraphs(self._corpus, config.rules, self._searched),
                 trees=beam.pvalue.AsSingleton(self._trees),
                 total=beam.pvalue.AsSingleton(total),
+                waiting=beam.pvalue.AsSingleton(waiting),
             )
         )
         selections, skipped = [], []

@@ -122,8 +122,10 @@ class _FormSets(beam.DoFn):
         if len(left):  # the part's own border sets: its counts are exact here
             within = Edges(rows[left], np.where(inside[left], edges.candidates[left], -1),
                            edges.sim_pv[left], inside[left])  # fmt: skip
+            waiting = np.zeros(len(corpus), bool)
+            waiting[rows[left]] = True
             with timed("closed_sets", "leftover_graphs"):
-                graphs = leftover_graphs(corpus, pool, within, self._rules, self._scratch)
+                graphs = leftover_graphs(corpus, pool, within, self._rules, self._scratch, waiting)
             count = np.bincount(sets.ravel(), minlength=len(rows))
             with timed("closed_sets", "form"):
                 extra, reasons = border_sets(

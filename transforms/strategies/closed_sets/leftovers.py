@@ -8,23 +8,27 @@ paraphrases the rules turn away (synthetic corpora, large splits). The pairs tra
 (:class:`LeftoverGraphs`) and their cosines are recomputed where the sets are chosen.
 """
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
+import apache_beam as beam
 import numpy as np
 
 from transforms.corpus.neighbours import Pool, search
 from transforms.corpus.store import Corpus
+from transforms.strategies.closed_sets.cliques import SIZE
 from transforms.strategies.closed_sets.pairs import Edges, first_allowed
 from transforms.strategies.closed_sets.parts import PartKey
 from transforms.strategies.closed_sets.selections import cosines_among
-from transforms.strategies.validity import ValidityRules, mutual_allowed, pairs_allowed
+from transforms.strategies.validity import ValidityRules, allowed_group, mutual_allowed
 
 # The output tag of the captions a part or a border round leaves out, and the folder their
 # edges cross the runner through on their way to the border pass.
 LEFTOVERS = "leftovers"
-# Leftovers short of BORDER_CANDIDATES allowed candidates are searched this many times
-# deeper again.
-LEFTOVER_DEPTH = 4
+# Leftovers short of BORDER_CANDIDATES allowed candidates, or of four among them that may
+# share a set, are searched these many times deeper again, in turn; the deeper searches
+# scan proportionally more of an IVF index, to reach past the target's own scene.
+LEFTOVER_DEPTHS = (4, 16)
 # A border set is chosen among this many of a leftover's nearest allowed candidates: the
 # pairs among them are checked directly, so the cost grows with its square (50 took 3/4
 # of the 124k benchmark's busy time; measured in the README).
@@ -59,18 +63,62 @@ Keyed = tuple[PartKey, Leftovers]  # (split, node of the part tree, directory)
 
 
 def leftover_graphs(
-    corpus: Corpus, pool: Pool, edges: Edges, rules: ValidityRules, scratch: np.ndarray
+    corpus: Corpus,
+    pool: Pool,
+    edges: Edges,
+    rules: ValidityRules,
+    scratch: np.ndarray,
+    waiting: np.ndarray,
 ) -> LeftoverGraphs:
-    """Which of each leftover's ``BORDER_CANDIDATES`` nearest allowed candidates may share a
-    set with each other, and their cosines: the validity rules both ways round on every
-    pair, as ``pairs_allowed``."""
-    order = np.argsort(~edges.allowed, axis=1, kind="stable")[:, :BORDER_CANDIDATES]
-    keep = np.take_along_axis(edges.allowed, order, axis=1)
-    candidates = np.where(keep, np.take_along_axis(edges.candidates, order, axis=1), -1)
+    """Which of each leftover's ``BORDER_CANDIDATES`` allowed candidates may share a set
+    with each other: the validity rules both ways round on every pair, as
+    ``pairs_allowed``. The candidates are the other leftovers among its allowed ones first
+    (``waiting``: bool per corpus row), then the rest, nearest first, after a group of four
+    that may share a set (:func:`grouped`), where one is among them."""
+    known = waiting_first(edges._replace(candidates=np.where(edges.allowed, edges.candidates, -1)),
+                          waiting)  # fmt: skip
+    candidates = grouped(corpus, known, rules, scratch, need=0, width=BORDER_CANDIDATES)[0][1]
     nodes = np.concatenate([edges.targets[:, None], candidates], axis=1)
     sim_pv = graph_cosines(pool, nodes) if rules.own_caption_rule else None
     allowed = mutual_allowed(corpus, nodes, rules, scratch, sim_pv)
     return LeftoverGraphs(edges.targets, candidates, np.packbits(allowed, axis=-1))
+
+
+def waiting_first(edges: Edges, waiting: np.ndarray) -> Edges:
+    """Each row's candidates that are leftovers too (``waiting``) first, each part in its
+    order: a set of leftovers covers five captions at once, and they all have room, where
+    the nearest captions of a crowded scene are the same few for all its leftovers, soon
+    in as many sets as they may be.
+
+    >>> edges = Edges(np.array([0]), np.array([[4, 5, -1, 6]]), np.array([[.9, .8, 0, .7]]),
+    ...               np.array([[True, True, False, True]]))
+    >>> waiting_first(edges, np.array([0, 0, 0, 0, 0, 1, 1], bool)).candidates.tolist()
+    [[5, 6, 4, -1]]
+    """
+    rows = edges.candidates
+    known = (rows >= 0) & (rows < len(waiting))
+    first = np.zeros(rows.shape, bool)
+    first[known] = waiting[rows[known]]
+    order = np.argsort(~first, axis=1, kind="stable")
+    return Edges(
+        edges.targets, *(np.take_along_axis(column, order, axis=1) for column in edges[1:])
+    )
+
+
+def grouped(
+    corpus: Corpus, edges: Edges, rules: ValidityRules, scratch: np.ndarray, *, need: int,
+    width: int,
+) -> tuple[Edges, np.ndarray]:  # fmt: skip
+    """``edges`` walked until ``need`` candidates are allowed and four of them may share a
+    set with each other (``validity.allowed_group``; the ``allowed`` ones are known, the
+    others checked), keeping ``width`` allowed candidates, that group first. Returns the
+    edges and whether each row's group is whole."""
+    allowed, members, _ = allowed_group(
+        corpus, edges.targets, edges.candidates, edges.sim_pv, edges.allowed, rules, scratch,
+        need=need, group=SIZE - 1,
+    )  # fmt: skip
+    columns = first_allowed(edges.candidates, edges.sim_pv, allowed, width, first=members)
+    return Edges(edges.targets, *columns), (members >= 0).all(axis=1)
 
 
 def graph_cosines(pool: Pool, nodes: np.ndarray) -> np.ndarray:
@@ -98,31 +146,84 @@ def searched_deeper(
     rules: ValidityRules,
     scratch: np.ndarray,
     searched: int,
+    waiting: np.ndarray,
 ) -> Edges:
-    """``edges`` with the rows that have fewer than ``BORDER_CANDIDATES`` allowed candidates
-    (all a border set is chosen among) searched again, ``LEFTOVER_DEPTH`` times as deep:
-    the captions whose nearest are all paraphrases the rules turn away.
+    """``edges`` with the rows short of ``BORDER_CANDIDATES`` allowed candidates, or of four
+    among them that may share a set, searched again deeper (``LEFTOVER_DEPTHS``, each a
+    multiple of ``searched``) until they are not: the captions whose nearest are all
+    paraphrases the rules turn away, or all captions of one other scene.
 
-    Their ``searched`` nearest were checked already (``pairs._AllowedPairs``), and with fewer
-    than K allowed, all those allowed are in ``edges``: they go first and are checked
-    again, the others are not; the deeper search's first ``searched`` are those same
-    captions. So only the new depth costs pair checks, and only until enough are allowed.
+    Each search's candidates are walked waiting ones first (:func:`waiting_first`). A
+    row's allowed candidates go first and are not checked again. A row is short only
+    if its walk reached the end of its list, so every candidate of it was checked; the
+    next search's first as many are about those (its wider scan finds a few nearer), so
+    only the new depth costs pair checks. The first ``searched`` of a row with fewer than
+    K allowed were all checked too (``pairs._AllowedPairs``); a row with K allowed has
+    its unchecked ones checked.
     """
-    need = min(BORDER_CANDIDATES, edges.candidates.shape[1])
-    short = np.flatnonzero(edges.allowed.sum(axis=1) < need)
-    if not len(short):
-        return edges
-    targets, known = edges.targets[short], edges.allowed[short]
-    deeper, deeper_pv = search(corpus, pool, targets, LEFTOVER_DEPTH * searched)
-    candidates = np.concatenate(
-        [np.where(known, edges.candidates[short], -1), deeper[:, searched:]], axis=1
-    )
-    sim_pv = np.concatenate(
-        [np.where(known, edges.sim_pv[short], 0.0), deeper_pv[:, searched:]], axis=1
-    )
-    allowed, _ = pairs_allowed(corpus, targets, candidates, sim_pv, rules, scratch, need=need)
-    columns = [column.copy() for column in edges[1:]]
-    found = first_allowed(candidates, sim_pv, allowed, edges.candidates.shape[1])
-    for column, rows in zip(columns, found, strict=True):
-        column[short] = rows
-    return Edges(edges.targets, *columns)
+    width = edges.candidates.shape[1]
+    need = min(BORDER_CANDIDATES, width)
+    known = edges._replace(candidates=np.where(edges.allowed, edges.candidates, -1))
+    edges, whole = grouped(corpus, waiting_first(known, waiting), rules, scratch, need=0,
+                           width=width)  # fmt: skip
+    checked = np.where(edges.allowed.sum(axis=1) < width, searched, 0)
+    for depth in LEFTOVER_DEPTHS:
+        short = np.flatnonzero((edges.allowed.sum(axis=1) < need) | ~whole)
+        if not len(short):
+            break
+        targets, allowed = edges.targets[short], edges.allowed[short]
+        before = Edges(targets, np.where(allowed, edges.candidates[short], -1),
+                       edges.sim_pv[short], allowed)  # fmt: skip
+        deeper, deeper_pv = search(
+            corpus, pool, targets, depth * searched, wider=depth // LEFTOVER_DEPTHS[0]
+        )
+        fresh = np.arange(deeper.shape[1]) >= checked[short, None]
+        fresh &= ~in_rows(deeper, before.candidates)
+        new = waiting_first(Edges(targets, np.where(fresh, deeper, -1), deeper_pv,
+                                  np.zeros(deeper.shape, bool)), waiting)  # fmt: skip
+        walked = Edges(targets, *(np.concatenate(pair, axis=1)
+                                  for pair in zip(before[1:], new[1:], strict=True)))  # fmt: skip
+        found, found_whole = grouped(corpus, walked, rules, scratch, need=need, width=width)
+        columns = [column.copy() for column in edges[1:]]
+        for column, rows in zip(columns, found[1:], strict=True):
+            column[short] = rows
+        edges = Edges(edges.targets, *columns)
+        whole[short] = found_whole
+        checked[short] = depth * searched
+    return edges
+
+
+class Waiting(beam.CombineFn):
+    """Leftover batches' target rows -> bool per corpus row (up to the largest leftover):
+    the captions waiting for a set, for :func:`waiting_first`. One byte a caption: 0.6 MB
+    at 124k images, 3.2 MB at 3.3M captions, on every worker."""
+
+    def create_accumulator(self) -> np.ndarray:
+        return np.zeros(0, bool)
+
+    def add_input(self, waiting: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        if len(rows) and rows.max() >= len(waiting):
+            waiting = np.pad(waiting, (0, int(rows.max()) + 1 - len(waiting)))
+        waiting[rows] = True
+        return waiting
+
+    def merge_accumulators(self, accumulators: Iterable[np.ndarray]) -> np.ndarray:
+        accumulators = list(accumulators)
+        merged = np.zeros(max(len(a) for a in accumulators), bool)
+        for waiting in accumulators:
+            merged[: len(waiting)] |= waiting
+        return merged
+
+    def extract_output(self, waiting: np.ndarray) -> np.ndarray:
+        return waiting
+
+
+def in_rows(values: np.ndarray, sets: np.ndarray) -> np.ndarray:
+    """Whether each of ``values[b]`` is among ``sets[b]``, row by row.
+
+    >>> in_rows(np.array([[1, 2], [1, 2]]), np.array([[2, -1], [3, 1]])).tolist()
+    [[False, True], [True, False]]
+    """
+    rows = np.arange(len(values))[:, None]
+    width = 1 + int(max(values.max(initial=0), sets.max(initial=0)))
+    return np.isin(rows * width + values, rows * width + sets)

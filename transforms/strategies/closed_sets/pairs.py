@@ -35,17 +35,30 @@ class Edges(NamedTuple):
 
 
 def first_allowed(
-    candidates: np.ndarray, sim_pv: np.ndarray, allowed: np.ndarray, k: int
+    candidates: np.ndarray,
+    sim_pv: np.ndarray,
+    allowed: np.ndarray,
+    k: int,
+    first: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's ``k`` best allowed candidates, best first: (candidates, sim_pv, allowed),
-    padded with -1 (not allowed) where a row has fewer.
+    padded with -1 (not allowed) where a row has fewer. ``first``: (B, m) positions of
+    allowed candidates to put before the others, in that order (-1: none).
 
     >>> rows = first_allowed(np.array([[7, 8, 9]]), np.array([[0.9, 0.8, 0.7]]),
     ...                      np.array([[False, True, True]]), 2)
     >>> [row.tolist() for row in rows]
     [[[8, 9]], [[0.8, 0.7]], [[True, True]]]
+    >>> first_allowed(np.array([[7, 8, 9]]), np.array([[0.9, 0.8, 0.7]]),
+    ...               np.array([[False, True, True]]), 2, first=np.array([[2, -1]]))[0]
+    array([[9, 8]])
     """
-    order = np.argsort(~allowed, axis=1, kind="stable")[:, :k]
+    width = candidates.shape[1]
+    rank = np.where(allowed, np.arange(width), width)
+    if first is not None:  # ranks below every other: -m .. -1
+        rows, slots = np.nonzero(first >= 0)
+        rank[rows, first[rows, slots]] = slots - first.shape[1]
+    order = np.argsort(rank, axis=1, kind="stable")[:, :k]
     keep = np.take_along_axis(allowed, order, axis=1)
     return (
         np.where(keep, np.take_along_axis(candidates, order, axis=1), -1),
