@@ -153,6 +153,11 @@ def _corpus_arrays(corpus: Corpus) -> tuple:
     )
 
 
+def _rule_arguments(corpus: Corpus, rules: ValidityRules) -> tuple:
+    """What every kernel reads to apply the rules: the corpus's arrays, then the rules'."""
+    return (*_corpus_arrays(corpus), rules.limit, rules.threshold, rules.own_caption_rule)
+
+
 def choose_valid(
     corpus: Corpus,
     targets: np.ndarray,
@@ -176,10 +181,7 @@ def choose_valid(
         np.ascontiguousarray(sim_pv, dtype=np.float64),
         np.ascontiguousarray(preference, dtype=np.int64),
         need,
-        *_corpus_arrays(corpus),
-        rules.limit,
-        rules.threshold,
-        rules.own_caption_rule,
+        *_rule_arguments(corpus, rules),
         scratch,
         chosen,
         rejected,
@@ -289,10 +291,7 @@ def pairs_allowed(
         np.ascontiguousarray(targets, dtype=np.int64),
         np.ascontiguousarray(candidates, dtype=np.int64),
         np.ascontiguousarray(sim_pv, dtype=np.float64),
-        *_corpus_arrays(corpus),
-        rules.limit,
-        rules.threshold,
-        rules.own_caption_rule,
+        *_rule_arguments(corpus, rules),
         need,
         scratch,
         allowed,
@@ -378,10 +377,7 @@ def allowed_group(
         np.ascontiguousarray(known, dtype=np.bool_),
         need,
         group,
-        *_corpus_arrays(corpus),
-        rules.limit,
-        rules.threshold,
-        rules.own_caption_rule,
+        *_rule_arguments(corpus, rules),
         scratch,
         allowed,
         members,
@@ -482,10 +478,7 @@ def mutual_allowed(
     _mutual_kernel(
         np.ascontiguousarray(nodes, dtype=np.int64),
         np.zeros((0, 0, 0), np.float32) if sim_pv is None else np.ascontiguousarray(sim_pv),
-        *_corpus_arrays(corpus),
-        rules.limit,
-        rules.threshold,
-        rules.own_caption_rule,
+        *_rule_arguments(corpus, rules),
         scratch,
         allowed,
     )
