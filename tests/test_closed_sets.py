@@ -15,6 +15,7 @@ from tests.support.dataset_checks import check_dataset, in_text_order, read_parq
 from transforms.corpus.neighbours import load_searchable, search
 from transforms.strategies.closed_sets import ClosedSets
 from transforms.strategies.closed_sets.leftovers import (
+    BORDER_CANDIDATES,
     LEFTOVER_DEPTHS,
     Waiting,
     graph_weights,
@@ -124,6 +125,9 @@ def test_leftover_graphs_travel_as_bits_and_give_back_the_same_weights(closed_se
     allowed, _ = pairs_allowed(corpus, rows, candidates, sim_pv, config.rules, scratch)
     edges = Edges(rows, candidates, sim_pv, allowed)
     graphs = leftover_graphs(corpus, pool, edges, config.rules, scratch, np.zeros(0, bool))
+    kept = np.minimum(edges.allowed.sum(axis=1), BORDER_CANDIDATES)  # not only up to a group
+    np.testing.assert_array_equal((graphs.candidates >= 0).sum(axis=1), kept)
+    assert (kept > 5).any()
     weights = graph_weights(pool, graphs)
     nodes = graphs.nodes
     assert graphs.allowed.nbytes * 20 < weights.nbytes

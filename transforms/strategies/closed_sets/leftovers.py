@@ -113,10 +113,11 @@ def grouped(
     set with each other (``validity.allowed_group``; the ``allowed`` ones are known, the
     others checked), keeping ``width`` allowed candidates, that group first. Returns the
     edges and whether each row's group is whole."""
-    allowed, members, _ = allowed_group(
+    walked, members, _ = allowed_group(
         corpus, edges.targets, edges.candidates, edges.sim_pv, edges.allowed, rules, scratch,
         need=need, group=SIZE - 1,
     )  # fmt: skip
+    allowed = walked | edges.allowed  # known ones past where the walk stopped too
     columns = first_allowed(edges.candidates, edges.sim_pv, allowed, width, first=members)
     return Edges(edges.targets, *columns), (members >= 0).all(axis=1)
 
