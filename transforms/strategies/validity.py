@@ -158,6 +158,15 @@ def _rule_arguments(corpus: Corpus, rules: ValidityRules) -> tuple:
     return (*_corpus_arrays(corpus), rules.limit, rules.threshold, rules.own_caption_rule)
 
 
+def _pair_arrays(targets: np.ndarray, candidates: np.ndarray, sim_pv: np.ndarray) -> tuple:
+    """The (target, candidate) pairs as the kernels read them: contiguous, in their types."""
+    return (
+        np.ascontiguousarray(targets, dtype=np.int64),
+        np.ascontiguousarray(candidates, dtype=np.int64),
+        np.ascontiguousarray(sim_pv, dtype=np.float64),
+    )
+
+
 def choose_valid(
     corpus: Corpus,
     targets: np.ndarray,
@@ -176,9 +185,7 @@ def choose_valid(
     chosen = np.full((len(targets), need), -1, dtype=np.int64)
     rejected = np.zeros(len(RULES), dtype=np.int64)
     _choose_kernel(
-        np.ascontiguousarray(targets, dtype=np.int64),
-        np.ascontiguousarray(candidates, dtype=np.int64),
-        np.ascontiguousarray(sim_pv, dtype=np.float64),
+        *_pair_arrays(targets, candidates, sim_pv),
         np.ascontiguousarray(preference, dtype=np.int64),
         need,
         *_rule_arguments(corpus, rules),
@@ -288,9 +295,7 @@ def pairs_allowed(
     allowed = np.zeros(candidates.shape, dtype=bool)
     rejected = np.zeros(len(RULES), dtype=np.int64)
     _pairs_kernel(
-        np.ascontiguousarray(targets, dtype=np.int64),
-        np.ascontiguousarray(candidates, dtype=np.int64),
-        np.ascontiguousarray(sim_pv, dtype=np.float64),
+        *_pair_arrays(targets, candidates, sim_pv),
         *_rule_arguments(corpus, rules),
         need,
         scratch,
@@ -371,9 +376,7 @@ def allowed_group(
     members = np.full((len(targets), group), -1, dtype=np.int64)
     rejected = np.zeros(len(RULES), dtype=np.int64)
     _group_kernel(
-        np.ascontiguousarray(targets, dtype=np.int64),
-        np.ascontiguousarray(candidates, dtype=np.int64),
-        np.ascontiguousarray(sim_pv, dtype=np.float64),
+        *_pair_arrays(targets, candidates, sim_pv),
         np.ascontiguousarray(known, dtype=np.bool_),
         need,
         group,
