@@ -18,6 +18,7 @@ from transforms.strategies.closed_sets.leftovers import (
     BORDER_CANDIDATES,
     LEFTOVER_DEPTHS,
     Waiting,
+    border_candidates,
     graph_weights,
     leftover_graphs,
     searched_deeper,
@@ -124,7 +125,10 @@ def test_leftover_graphs_travel_as_bits_and_give_back_the_same_weights(closed_se
     scratch = corpus.ngrams.scratch()
     allowed, _ = pairs_allowed(corpus, rows, candidates, sim_pv, config.rules, scratch)
     edges = Edges(rows, candidates, sim_pv, allowed)
-    graphs = leftover_graphs(corpus, pool, edges, config.rules, scratch, np.zeros(0, bool))
+    chosen, _ = border_candidates(
+        corpus, edges, config.rules, scratch, np.zeros(0, bool), BORDER_CANDIDATES
+    )
+    graphs = leftover_graphs(corpus, pool, chosen, config.rules, scratch)
     kept = np.minimum(edges.allowed.sum(axis=1), BORDER_CANDIDATES)  # not only up to a group
     np.testing.assert_array_equal((graphs.candidates >= 0).sum(axis=1), kept)
     assert (kept > 5).any()

@@ -98,7 +98,7 @@ class _LeftoverGraphs(beam.DoFn):
             edges = searched_deeper(
                 corpus, pool, edges, self._rules, self._scratch, self._searched, waiting
             )
-            graphs = leftover_graphs(corpus, pool, edges, self._rules, self._scratch, waiting)
+            graphs = leftover_graphs(corpus, pool, edges, self._rules, self._scratch)
             nodes = graphs.nodes
             parts = np.full(nodes.shape, -1, np.int64)
             parts[nodes >= 0] = parts_of(searchable, trees[split], split, nodes[nodes >= 0])

@@ -25,7 +25,9 @@ from transforms.strategies.closed_sets.cliques import COVERED, border_sets
 from transforms.strategies.closed_sets.grants import CAPACITY, Room
 from transforms.strategies.closed_sets.grouping import form_sets
 from transforms.strategies.closed_sets.leftovers import (
+    BORDER_CANDIDATES,
     LEFTOVERS,
+    border_candidates,
     graph_weights,
     leftover_graphs,
 )
@@ -125,7 +127,10 @@ class _FormSets(beam.DoFn):
             waiting = np.zeros(len(corpus), bool)
             waiting[rows[left]] = True
             with timed("closed_sets", "leftover_graphs"):
-                graphs = leftover_graphs(corpus, pool, within, self._rules, self._scratch, waiting)
+                within, _ = border_candidates(
+                    corpus, within, self._rules, self._scratch, waiting, BORDER_CANDIDATES
+                )
+                graphs = leftover_graphs(corpus, pool, within, self._rules, self._scratch)
             count = np.bincount(sets.ravel(), minlength=len(rows))
             with timed("closed_sets", "form"):
                 extra, reasons = border_sets(

@@ -17,7 +17,7 @@ import numpy as np
 from transforms.corpus.neighbours import Pool, search
 from transforms.corpus.store import Corpus
 from transforms.strategies.closed_sets.cliques import SIZE
-from transforms.strategies.closed_sets.pairs import Edges, first_allowed
+from transforms.strategies.closed_sets.pairs import Edges, allowed_only, first_allowed
 from transforms.strategies.closed_sets.parts import PartKey
 from transforms.strategies.closed_sets.selections import cosines_among
 from transforms.strategies.validity import ValidityRules, allowed_group, mutual_allowed
@@ -63,25 +63,28 @@ Keyed = tuple[PartKey, Leftovers]  # (split, node of the part tree, directory)
 
 
 def leftover_graphs(
-    corpus: Corpus,
-    pool: Pool,
-    edges: Edges,
-    rules: ValidityRules,
-    scratch: np.ndarray,
-    waiting: np.ndarray,
+    corpus: Corpus, pool: Pool, edges: Edges, rules: ValidityRules, scratch: np.ndarray
 ) -> LeftoverGraphs:
-    """Which of each leftover's ``BORDER_CANDIDATES`` allowed candidates may share a set
-    with each other: the validity rules both ways round on every pair, as
-    ``pairs_allowed``. The candidates are the other leftovers among its allowed ones first
-    (``waiting``: bool per corpus row), then the rest, nearest first, after a group of four
-    that may share a set (:func:`grouped`), where one is among them."""
-    known = waiting_first(edges._replace(candidates=np.where(edges.allowed, edges.candidates, -1)),
-                          waiting)  # fmt: skip
-    candidates = grouped(corpus, known, rules, scratch, need=0, width=BORDER_CANDIDATES)[0][1]
+    """Which of each leftover's first ``BORDER_CANDIDATES`` candidates, in the order
+    :func:`border_candidates` or :func:`searched_deeper` chose them, may share a set with
+    each other: the validity rules both ways round on every pair, as ``pairs_allowed``."""
+    candidates = edges.candidates[:, :BORDER_CANDIDATES]
     nodes = np.concatenate([edges.targets[:, None], candidates], axis=1)
     sim_pv = graph_cosines(pool, nodes) if rules.own_caption_rule else None
     allowed = mutual_allowed(corpus, nodes, rules, scratch, sim_pv)
     return LeftoverGraphs(edges.targets, candidates, np.packbits(allowed, axis=-1))
+
+
+def border_candidates(
+    corpus: Corpus, edges: Edges, rules: ValidityRules, scratch: np.ndarray,
+    waiting: np.ndarray, width: int,
+) -> tuple[Edges, np.ndarray]:  # fmt: skip
+    """Each leftover's ``width`` allowed candidates a border set is chosen among: the
+    other leftovers (``waiting``: bool per corpus row) first, then the rest, nearest
+    first, after a group of four that may share a set (:func:`grouped`), where one is
+    among them. Returns the edges and whether each row's group is whole."""
+    return grouped(corpus, waiting_first(allowed_only(edges), waiting), rules, scratch,
+                   need=0, width=width)  # fmt: skip
 
 
 def waiting_first(edges: Edges, waiting: np.ndarray) -> Edges:
@@ -154,7 +157,9 @@ def searched_deeper(
     multiple of ``searched``) until they are not: the captions whose nearest are all
     paraphrases the rules turn away, or all captions of one other scene.
 
-    Each search's candidates are walked waiting ones first (:func:`waiting_first`). A
+    The rows start as :func:`border_candidates` chose them, in the order
+    :func:`leftover_graphs` reads, and each search's candidates are walked waiting ones
+    first (:func:`waiting_first`). A
     row's allowed candidates go first and are not checked again. A row is short only
     if its walk reached the end of its list, so every candidate of it was checked; the
     next search's first as many are about those (its wider scan finds a few nearer), so
@@ -164,17 +169,14 @@ def searched_deeper(
     """
     width = edges.candidates.shape[1]
     need = min(BORDER_CANDIDATES, width)
-    known = edges._replace(candidates=np.where(edges.allowed, edges.candidates, -1))
-    edges, whole = grouped(corpus, waiting_first(known, waiting), rules, scratch, need=0,
-                           width=width)  # fmt: skip
+    edges, whole = border_candidates(corpus, edges, rules, scratch, waiting, width)
     checked = np.where(edges.allowed.sum(axis=1) < width, searched, 0)
     for depth in LEFTOVER_DEPTHS:
         short = np.flatnonzero((edges.allowed.sum(axis=1) < need) | ~whole)
         if not len(short):
             break
-        targets, allowed = edges.targets[short], edges.allowed[short]
-        before = Edges(targets, np.where(allowed, edges.candidates[short], -1),
-                       edges.sim_pv[short], allowed)  # fmt: skip
+        targets = edges.targets[short]
+        before = allowed_only(Edges(*(column[short] for column in edges)))
         deeper, deeper_pv = search(
             corpus, pool, targets, depth * searched, wider=depth // LEFTOVER_DEPTHS[0]
         )

@@ -67,6 +67,18 @@ def first_allowed(
     )
 
 
+def allowed_only(edges: Edges) -> Edges:
+    """``edges`` with the candidates not known to be allowed blanked (-1): what a walk over
+    them may take without checking again.
+
+    >>> edges = Edges(np.array([0]), np.array([[4, 5]]), np.array([[.9, .8]]),
+    ...               np.array([[False, True]]))
+    >>> allowed_only(edges).candidates.tolist()
+    [[-1, 5]]
+    """
+    return edges._replace(candidates=np.where(edges.allowed, edges.candidates, -1))
+
+
 def compact(edges: Edges) -> Edges:
     """The edge files' form, half the bytes: rows as int32 and simPV as float32, faiss's
     own precision, so nothing is lost; :func:`merged` widens them back.
