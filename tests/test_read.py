@@ -62,6 +62,22 @@ def test_flickr_token_lines():
         ),
         (b'{"images": [], "annotations": ["caf\xe9"]}', "in.json: line 1: not UTF-8 (byte 35"),
         (b"1000.jpg A child\n", "in.json: line 1: expected '<image file>#<k><TAB><caption>'"),
+        (
+            json.dumps(
+                {
+                    **COCO,
+                    "annotations": [
+                        *COCO["annotations"],
+                        {**COCO["annotations"][0], "image_id": 8},
+                    ],
+                }
+            ).encode(),
+            "in.json: annotations[2] has caption id 70 like annotations[0]: caption ids must be",
+        ),
+        (
+            b"1.jpg#0\tA dog.\n2.jpg#0\tA cat.\n\n1.jpg#0\tA cat.\n",
+            "in.json: line 4 has caption id 1.jpg#0 like line 1: caption ids must be unique",
+        ),
     ],
 )
 def test_bad_input_names_file_and_record(data, message):

@@ -181,9 +181,11 @@ def _parse_coco(path: str, text: str) -> Iterator[RawCaption]:
                 f"with another file name ({image['file_name']} and {first['file_name']})"
             )
         index_of.setdefault(image_id, index)
+    first_of: dict[str, str] = {}
     for index, annotation in enumerate(document["annotations"]):
         record = f"annotations[{index}]"
         require_keys(path, record, annotation, ("id", "image_id", "caption"))
+        check_new_id(path, record, str(annotation["id"]), first_of)
         image = images.get(str(annotation["image_id"]))
         if image is None:
             raise InputError(
@@ -214,7 +216,18 @@ def require_keys(path: str, record: str, value: object, keys: tuple[str, ...]) -
         raise InputError(f"{path}: {record}: {', '.join(repr(k) for k in null)} is null")
 
 
+def check_new_id(path: str, record: str, caption_id: str, first_of: dict[str, str]) -> None:
+    """A caption id seen before in the file is refused naming both records (across files,
+    the corpus's own check refuses it); ``first_of``: each id's first record, kept here."""
+    first = first_of.setdefault(caption_id, record)
+    if first != record:
+        raise InputError(
+            f"{path}: {record} has caption id {caption_id} like {first}: caption ids must be unique"
+        )
+
+
 def _parse_flickr(path: str, text: str) -> Iterator[RawCaption]:
+    first_of: dict[str, str] = {}
     for line_number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -226,6 +239,7 @@ def _parse_flickr(path: str, text: str) -> Iterator[RawCaption]:
                 f"(Flickr token format), got {line[:80]!r}"
             )
         check_image_name(path, f"line {line_number}", file_name)
+        check_new_id(path, f"line {line_number}", key, first_of)
         yield RawCaption(
             caption_id=key,
             image_id=file_name,
