@@ -13,7 +13,9 @@ from transforms.corpus.encoders.base import EncoderIdentity, SentenceEncoder
 from transforms.errors import InputError, first_line
 from transforms.progress import quiet_model_libraries
 
-BATCH_SIZE = 256
+# Batches of 64 encode 1.1x faster than 256 on one thread (benchmarks/encoder.py,
+# docs/benchmarks.md): a batch's activations stay in the caches; the vectors agree to 1e-7.
+BATCH_SIZE = 64
 
 
 def length_order(texts: Sequence[str]) -> np.ndarray:
