@@ -21,6 +21,7 @@ import datetime
 import json
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -50,10 +51,12 @@ def int8_weights(encoder: SentenceTransformersEncoder) -> SentenceTransformersEn
     """A copy of ``encoder`` whose linear layers compute in int8, with per-channel weight
     scales and each batch's activation scale (PyTorch's dynamic quantisation)."""
     quantized = copy.deepcopy(encoder)
-    # a benchmark's look inside: the package's encoder offers no other precision
-    quantized._model = torch.ao.quantization.quantize_dynamic(
-        quantized._model, {torch.nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig}
-    )
+    with warnings.catch_warnings():  # PyTorch deprecates it for torchao: docs/benchmarks.md
+        warnings.simplefilter("ignore")
+        # a benchmark's look inside: the package's encoder offers no other precision
+        quantized._model = torch.ao.quantization.quantize_dynamic(
+            quantized._model, {torch.nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig}
+        )
     return quantized
 
 
