@@ -122,8 +122,7 @@ class _FormSets(beam.DoFn):
         left = np.setdiff1d(np.arange(len(rows)), sets.ravel())
         reasons = np.zeros(0, np.int64)
         if len(left):  # the part's own border sets: its counts are exact here
-            within = Edges(rows[left], np.where(inside[left], edges.candidates[left], -1),
-                           edges.sim_pv[left], inside[left])  # fmt: skip
+            within = Edges(rows[left], edges.candidates[left], edges.sim_pv[left], inside[left])
             waiting = np.zeros(len(corpus), bool)
             waiting[rows[left]] = True
             with timed("closed_sets", "leftover_graphs"):

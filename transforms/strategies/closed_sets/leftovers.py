@@ -175,8 +175,8 @@ def searched_deeper(
         short = np.flatnonzero((edges.allowed.sum(axis=1) < need) | ~whole)
         if not len(short):
             break
-        targets = edges.targets[short]
         before = allowed_only(Edges(*(column[short] for column in edges)))
+        targets = before.targets
         deeper, deeper_pv = search(
             corpus, pool, targets, depth * searched, wider=depth // LEFTOVER_DEPTHS[0]
         )
