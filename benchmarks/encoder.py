@@ -28,16 +28,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.validity import machine
+from benchmarks.validity import SHARED_DATA, machine
 from pipelines.options.fields import ints
 from transforms.corpus.encoders.registry import DEFAULT_MODEL, encoder_identity, resolve_model
 from transforms.corpus.encoders.sentence_transformers import SentenceTransformersEncoder
 from transforms.corpus.sentences import DEFAULT_THRESHOLD
 from transforms.threads import limit_torch
 
-COCO_VAL2017 = (
-    Path(__file__).resolve().parents[2] / "shared" / "data" / "coco" / "captions_val2017.json"
-)
+COCO_VAL2017 = SHARED_DATA / "coco" / "captions_val2017.json"
 
 
 def caption_texts(path: str, count: int) -> list[str]:

@@ -47,7 +47,9 @@ from transforms.corpus.sentences import NO_MODEL
 from transforms.strategies.validity import DESCRIBES_RULE
 from transforms.threads import chosen_threads, cores, limit_torch
 
-FLICKR8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "flickr8k"
+# ../shared/data beside the checkout: the real data the benchmarks measure on
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+FLICKR8K = SHARED_DATA / "flickr8k"
 CAPTIONS_FILE = "Flickr8k.token.txt"
 JUDGMENTS_FILE = "ExpertAnnotations.txt"
 DESCRIBES = 3.0  # the experts' mean score from which a caption describes the image
