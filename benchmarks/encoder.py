@@ -1,36 +1,38 @@
-"""The validity model's speed: batch sizes and int8 weights, side by side.
+"""The validity model's speed: batch sizes and the encoder families, side by side.
 
 The validity rule encodes every caption once (``transforms.corpus.sentences``), and at
 124k synthetic images that stage is the largest share of a run's busy time
-(docs/benchmarks.md). This times the default encoder on real captions, on one thread as
-a Beam worker runs it, at each batch size and with PyTorch's dynamic int8 quantisation of
-its linear layers, and says what each does to the vectors: the least cosine of a caption's
+(docs/benchmarks.md). This times the model on real captions, on one thread as a Beam
+worker runs it, in float32 at each batch size and in each other registered family (int8)
+at the first, and says what each does to the vectors: the least cosine of a caption's
 vector to the baseline's, and the share of caption pairs that land on the other side of
 the rule's threshold::
 
     .venv/bin/python -m benchmarks.encoder          # 4,096 captions of COCO val2017
     .venv/bin/python -m benchmarks.encoder --batch_sizes 256,64 --repeats 5
 
-The rows are timed in turns, so a machine's drift reaches them alike; the first batch
-size is the baseline of the ratio column, and the int8 row uses it too.
+The rows are timed in turns, so a machine's drift reaches them alike; float32 at the first
+batch size is the baseline of the ratio column.
 """
 
 import argparse
-import copy
 import datetime
 import json
 import sys
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from benchmarks.validity import SHARED_DATA, machine
 from pipelines.options.fields import ints
-from transforms.corpus.encoders.registry import DEFAULT_MODEL, encoder_identity, resolve_model
+from transforms.corpus.encoders.registry import (
+    DEFAULT_MODEL,
+    ENCODERS,
+    encoder_identity,
+    resolve_model,
+)
 from transforms.corpus.encoders.sentence_transformers import SentenceTransformersEncoder
 from transforms.corpus.sentences import DEFAULT_THRESHOLD
 from transforms.threads import limit_torch
@@ -43,19 +45,6 @@ def caption_texts(path: str, count: int) -> list[str]:
     with open(path, encoding="utf-8") as handle:
         annotations = json.load(handle)["annotations"]
     return list(dict.fromkeys(a["caption"].strip() for a in annotations))[:count]
-
-
-def int8_weights(encoder: SentenceTransformersEncoder) -> SentenceTransformersEncoder:
-    """A copy of ``encoder`` whose linear layers compute in int8, with per-channel weight
-    scales and each batch's activation scale (PyTorch's dynamic quantisation)."""
-    quantized = copy.deepcopy(encoder)
-    with warnings.catch_warnings():  # PyTorch deprecates it for torchao: docs/benchmarks.md
-        warnings.simplefilter("ignore")
-        # a benchmark's look inside: the package's encoder offers no other precision
-        quantized._model = torch.ao.quantization.quantize_dynamic(
-            quantized._model, {torch.nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig}
-        )
-    return quantized
 
 
 def agreement(vectors: np.ndarray, baseline: np.ndarray, threshold: float) -> tuple[float, float]:
@@ -81,13 +70,13 @@ def timed_in_turns(
 
 
 def measure(texts: list[str], model: str, batch_sizes: list[int], repeats: int) -> str:
-    folder, identity = Path(resolve_model(model)), encoder_identity(model)
+    folder, float32 = Path(resolve_model(model)), SentenceTransformersEncoder
     encoders = {
-        f"float32, batches of {size}": SentenceTransformersEncoder(folder, identity, size)
-        for size in batch_sizes
+        f"{family}, batches of {size}": encoder(folder, encoder_identity(model, family), size)
+        for family, encoder in ENCODERS.items()
+        for size in (batch_sizes if encoder is float32 else batch_sizes[:1])
     }
-    baseline = next(iter(encoders))
-    encoders[f"int8, batches of {batch_sizes[0]}"] = int8_weights(encoders[baseline])
+    baseline = next(iter(encoders))  # float32's family is the registry's first
     seconds, vectors = timed_in_turns(
         {name: encoder.encode for name, encoder in encoders.items()}, texts, repeats
     )

@@ -40,7 +40,12 @@ import pyarrow.parquet as pq
 
 from pipelines.options import GenerateOptions
 from transforms.corpus.encoders.base import SentenceEncoder
-from transforms.corpus.encoders.registry import DEFAULT_MODEL, load_encoder
+from transforms.corpus.encoders.registry import (
+    DEFAULT_FAMILY,
+    DEFAULT_MODEL,
+    ENCODERS,
+    load_encoder,
+)
 from transforms.corpus.normalize import normalize_caption
 from transforms.corpus.paragraph_vectors import PVConfig, train_paragraph_vectors, unit_vectors
 from transforms.corpus.sentences import NO_MODEL
@@ -311,11 +316,12 @@ def measure(
     seed: int,
     config: PVConfig,
     thresholds: Sequence[float] = THRESHOLDS,
+    family: str = DEFAULT_FAMILY,
 ) -> str:
     captions = read_captions(folder)
     pairs = subsample(judged_pairs(folder), size, seed)
     describes = np.array([pair.describes for pair in pairs])
-    encoder = load_encoder(model)
+    encoder = load_encoder(model, family)
     limit_torch(chosen_threads())
     encoded = len(needed_captions(pairs, captions_by_image(captions)))
     started = time.perf_counter()
@@ -330,7 +336,8 @@ def measure(
             f"# Decoy validity on Flickr8k expert judgments ({datetime.date.today()})",
             "",
             f"Machine: {machine()}; torch threads: {chosen_threads()}.",
-            f"Encoder: {model} (sha256 {encoder.identity.sha256[:12]}, dim {encoder.dim}); "
+            f"Encoder: {model}, {family} (sha256 {encoder.identity.sha256[:12]}, "
+            f"dim {encoder.dim}); "
             f"PV: dim {config.dim}, {config.epochs} epochs, trained on {len(captions):,} "
             "captions.",
             f"{len(pairs):,} judged pairs, {int(describes.sum()):,} describing the image "
@@ -396,7 +403,11 @@ def read_instances(version_directory: str) -> list[dict]:
 
 
 def generate_run(
-    corpus: Path, output: Path, threshold: float | None, model: str = DEFAULT_MODEL
+    corpus: Path,
+    output: Path,
+    threshold: float | None,
+    model: str = DEFAULT_MODEL,
+    family: str = DEFAULT_FAMILY,
 ) -> RunResult:
     """The default dataset from ``corpus`` with the rule at ``threshold``, timed."""
     from pipelines.generate import run  # Beam and the pipeline: only part 2 needs them
@@ -406,6 +417,7 @@ def generate_run(
         input=str(corpus),
         output=str(directory),
         validity_model=NO_MODEL if threshold is None else model,
+        validity_encoder=family,
         **({} if threshold is None else {"validity_threshold": threshold}),
     )
     started = time.perf_counter()
@@ -542,11 +554,13 @@ def chosen_run(rows: Sequence[RunRow]) -> str:
     )
 
 
-def compare_runs(folder: Path, output: Path, thresholds: Sequence[float | None], model: str) -> str:
+def compare_runs(
+    folder: Path, output: Path, thresholds: Sequence[float | None], model: str, family: str
+) -> str:
     pairs = judged_pairs(folder)
     results = []
     for threshold in thresholds:
-        results.append(generate_run(folder / CAPTIONS_FILE, output, threshold, model))
+        results.append(generate_run(folder / CAPTIONS_FILE, output, threshold, model, family))
         line = run_lines(run_rows(results, pairs)[-1:], run_label(results[0].threshold))[-1]
         print(line, file=sys.stderr, flush=True)  # kept should a later run not finish
     results.sort(key=lambda result: (result.threshold is not None, result.threshold or 0.0))
@@ -557,7 +571,7 @@ def compare_runs(folder: Path, output: Path, thresholds: Sequence[float | None],
             f"# The validity rule in the pipeline on Flickr8k ({datetime.date.today()})",
             "",
             f"Machine: {machine()}. Default options (closed sets), input {CAPTIONS_FILE}, "
-            f"model {model}; versions under {output}.",
+            f"model {model} ({family}); versions under {output}.",
             "Decoys judged: distinct (target image, decoy caption) pairs chosen that the "
             f"experts judged; describing: their mean >= {DESCRIBES:g}. Decoys replaced: per "
             f"decoy, the {baseline} run's decoys missing from the instance with the same "
@@ -573,6 +587,9 @@ def compare_runs(folder: Path, output: Path, thresholds: Sequence[float | None],
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=DEFAULT_MODEL, help="the sentence encoder")
+    parser.add_argument(
+        "--encoder", default=DEFAULT_FAMILY, choices=tuple(ENCODERS), help="the model's family"
+    )
     parser.add_argument("--flickr8k", type=Path, default=FLICKR8K, help="the data's folder")
     parser.add_argument("--pairs", type=int, default=0, help="a sample of this many; 0 = all")
     parser.add_argument("--seed", type=int, default=0, help="the sample's and PV's seed")
@@ -600,14 +617,21 @@ def main(argv: list[str] | None = None) -> int:
         input="", output="", seed=args.seed, pv_dim=args.pv_dim, pv_epochs=args.pv_epochs
     )
     config = options.pv_config()
-    print(measure(args.flickr8k, args.model, args.pairs, args.seed, config, args.thresholds))
+    print(
+        measure(
+            args.flickr8k, args.model, args.pairs, args.seed, config, args.thresholds, args.encoder
+        )
+    )
     if args.runs:
         print()
         if args.output is None:
             with tempfile.TemporaryDirectory() as temporary:
-                print(compare_runs(args.flickr8k, Path(temporary), args.runs, args.model))
+                runs = compare_runs(
+                    args.flickr8k, Path(temporary), args.runs, args.model, args.encoder
+                )
         else:
-            print(compare_runs(args.flickr8k, args.output, args.runs, args.model))
+            runs = compare_runs(args.flickr8k, args.output, args.runs, args.model, args.encoder)
+        print(runs)
     sys.stdout.flush()
     return 0
 

@@ -1,5 +1,5 @@
 """benchmarks/encoder.py with the tiny random encoder, so that it cannot rot unnoticed: its
-rows, and that batching alone leaves the vectors as they were while int8 moves them."""
+rows, and that batching alone leaves the vectors as they were."""
 
 import numpy as np
 
@@ -7,16 +7,16 @@ from benchmarks import encoder
 from tests.support.versions import COCO_VAL2017, made_tiny_encoder
 
 
-def test_the_encoder_benchmark_prints_a_row_a_batch_size_and_one_for_int8(capsys):
+def test_the_encoder_benchmark_prints_a_row_a_batch_size_and_one_a_family(capsys):
     argv = ["--model", made_tiny_encoder(), "--count", "300", "--batch_sizes", "32,8"]
     assert encoder.main([*argv, "--repeats", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "300 captions, 1 thread, best of 1 turns" in lines[0]
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[4:]]
     assert [row[0] for row in rows] == [
-        "float32, batches of 32",
-        "float32, batches of 8",
-        "int8, batches of 32",
+        "sentence_transformers, batches of 32",
+        "sentence_transformers, batches of 8",
+        "sentence_transformers_int8, batches of 32",
     ]
     assert rows[0][2] == "1.00x" and all(float(row[1].replace(",", "")) > 0 for row in rows)
     assert [row[3:] for row in rows[:2]] == [["1.0000", "0.000%"]] * 2

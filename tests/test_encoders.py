@@ -7,11 +7,15 @@ import sys
 import huggingface_hub.constants
 import numpy as np
 import pytest
+import torch
 
 from tests.support.tiny_encoder import tiny_encoder
 from transforms.corpus.encoders.base import EncoderIdentity
+from transforms.corpus.encoders.int8 import Int8Linear, int8_rows
 from transforms.corpus.encoders.registry import (
+    DEFAULT_FAMILY,
     DEFAULT_MODEL,
+    ENCODERS,
     encoder_identity,
     load_encoder,
     resolve_model,
@@ -42,32 +46,68 @@ def one_line_naming(error: pytest.ExceptionInfo, value: str) -> bool:
     return "\n" not in str(error.value) and value in str(error.value)
 
 
-def test_encode_gives_float32_unit_rows_one_per_text(tiny):
-    vectors = load_encoder(str(tiny)).encode(TEXTS)
+@pytest.mark.parametrize("family", ENCODERS)
+def test_encode_gives_float32_unit_rows_one_per_text(tiny, family):
+    vectors = load_encoder(str(tiny), family).encode(TEXTS)
     assert vectors.dtype == np.float32 and vectors.shape == (len(TEXTS), 32)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
-    assert load_encoder(str(tiny)).dim == 32
+    assert load_encoder(str(tiny), family).dim == 32
     assert len(np.unique(vectors.round(4), axis=0)) == len(TEXTS)
 
 
-def test_the_same_texts_give_the_same_bytes(tiny):
-    encoder = load_encoder(str(tiny))
-    assert encoder is load_encoder(str(tiny))  # loaded once per process
+@pytest.mark.parametrize("family", ENCODERS)
+def test_the_same_texts_give_the_same_bytes(tiny, family):
+    encoder = load_encoder(str(tiny), family)
+    assert encoder is load_encoder(str(tiny), family)  # loaded once per process
     assert np.array_equal(encoder.encode(TEXTS), encoder.encode(TEXTS))
 
 
-def test_rows_follow_the_texts_in_any_order_and_batching(tiny):
-    identity = encoder_identity(str(tiny))
-    whole = SentenceTransformersEncoder(tiny, identity).encode(TEXTS)
+# float32's padding moves a vector by ~1e-7; int8 now and then rounds such a difference to
+# one step of a token's scale, which moved MiniLM's vectors by up to 1e-2 (docs/validity.md)
+BATCHING_TOLERANCE = {"sentence_transformers": 1e-6, "sentence_transformers_int8": 1e-2}
+
+
+@pytest.mark.parametrize("family", ENCODERS)
+def test_rows_follow_the_texts_in_any_order_and_batching(tiny, family):
+    identity, encoder = encoder_identity(str(tiny), family), ENCODERS[family]
+    whole = encoder(tiny, identity).encode(TEXTS)
     order = np.random.default_rng(0).permutation(len(TEXTS))
-    in_pairs = SentenceTransformersEncoder(tiny, identity, batch_size=2)
-    shuffled = in_pairs.encode([TEXTS[row] for row in order])
-    np.testing.assert_allclose(shuffled, whole[order], atol=1e-6)  # padding: ~1e-7
+    shuffled = encoder(tiny, identity, batch_size=2).encode([TEXTS[row] for row in order])
+    np.testing.assert_allclose(shuffled, whole[order], atol=BATCHING_TOLERANCE[family])
+
+
+def test_int8_rows_scale_each_row_by_its_largest_magnitude():
+    values = torch.tensor([[0.5, -2.0, 1.0], [3.0, 0.0, -0.03], [0.0, 0.0, 0.0]])
+    quantised, scale = int8_rows(values)
+    assert quantised.dtype == torch.int8 and quantised.abs().amax(dim=1).tolist() == [127, 127, 0]
+    torch.testing.assert_close(quantised.float() * scale, values, atol=3.0 / 254, rtol=0)
+
+
+def test_an_int8_linear_is_the_float_linear_within_its_rounding():
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(48, 24)
+    inputs = torch.randn(2, 5, 48)
+    expected = linear(inputs)
+    outputs = Int8Linear(linear)(inputs)
+    assert outputs.shape == expected.shape and outputs.dtype == torch.float32
+    error = (outputs - expected).abs().max() / expected.abs().max()
+    assert 0 < error < 0.02
+    # each token on its own gives the same bytes: no scale is shared between tokens
+    alone = torch.cat([Int8Linear(linear)(inputs[:, k : k + 1]) for k in range(5)], dim=1)
+    assert torch.equal(alone, outputs)
+
+
+def test_the_int8_family_stays_within_a_hundredth_of_float32s_cosines(tiny):
+    identity = encoder_identity(str(tiny))
+    exact = SentenceTransformersEncoder(tiny, identity).encode(TEXTS)
+    int8 = load_encoder(str(tiny), "sentence_transformers_int8").encode(TEXTS)
+    assert float(np.min(np.sum(exact * int8, axis=1))) > 0.99
+    np.testing.assert_allclose(int8 @ int8.T, exact @ exact.T, atol=0.02)
 
 
 def test_the_identity_is_the_weights_digest_and_the_cards_languages(tiny, tmp_path):
     identity = encoder_identity(str(tiny))
-    assert identity.family == "sentence_transformers" and identity.model == str(tiny)
+    assert identity.family == DEFAULT_FAMILY and identity.model == str(tiny)
     assert len(identity.sha256) == 64 and identity.languages == ("en",)
     weights = [path for path in tiny.rglob("*") if path.suffix in (".safetensors", ".bin")]
     assert identity.bytes == sum(path.stat().st_size for path in weights) > 0
@@ -132,8 +172,9 @@ def test_a_hub_id_resolves_through_the_local_cache_only(tiny, tmp_path, monkeypa
     assert one_line_naming(raised, "org/other")
 
 
-def test_all_minilm_puts_paraphrases_near_and_other_scenes_far():
-    encoder = load_encoder(DEFAULT_MODEL)
+@pytest.mark.parametrize("family", ENCODERS)
+def test_all_minilm_puts_paraphrases_near_and_other_scenes_far(family):
+    encoder = load_encoder(DEFAULT_MODEL, family)
     surfer, *near, dog = encoder.encode(
         [
             "a person riding a surf board on a wave",

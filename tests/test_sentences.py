@@ -1,6 +1,7 @@
 """The validity rule's sentence-encoder stage, what a version records of the model, and
 ``--validity_model none`` reproducing the paper's decoys."""
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -26,7 +27,7 @@ from schemas.layout import (
 from tests.support.dataset_checks import read_parquet
 from tests.support.tiny_encoder import tiny_encoder
 from tests.support.versions import SMALL_MCIC, TINY_ENCODER
-from transforms.corpus.encoders.registry import encoder_identity, load_encoder
+from transforms.corpus.encoders.registry import DEFAULT_FAMILY, encoder_identity, load_encoder
 from transforms.corpus.sentences import (
     VALIDITY_MODEL,
     EncodeCaptions,
@@ -65,7 +66,7 @@ def test_every_caption_is_encoded_once_in_row_order_whatever_the_shards(tmp_path
     texts = ["A dog runs on the beach.", "A cat sleeps on the sofa", "Two men", "a dog"]
     originals = [texts[(7 * i) % len(texts)] + ("!" * (i % 3)) for i in range(600)]
     ref = corpus_of(tmp_path / "corpus", originals)
-    spec = EncoderSpec("sentence_transformers", TINY_ENCODER)
+    spec = EncoderSpec(DEFAULT_FAMILY, TINY_ENCODER)
     with TestPipeline() as pipeline:
         written = pipeline | beam.Create([ref]) | EncodeCaptions(spec, unfenced)
         assert_that(written, equal_to([ref]))
@@ -92,6 +93,9 @@ def test_the_models_weights_name_the_version_and_its_card_its_languages(tmp_path
     corpus = {"path": "in.json", "sha256": "0" * 64, "bytes": 1}
     names = {version_name(options, [corpus, entry]) for entry in entries}
     assert len(names) == 2
+    float32 = dataclasses.replace(options, validity_encoder="sentence_transformers")
+    inputs = [corpus, entries[0]]
+    assert version_name(float32, inputs) != version_name(options, inputs)
     with pytest.raises(InputError, match="trained on en captions, not --language de"):
         model_checksum(EncoderSpec("sentence_transformers", str(english)), "de")
 
