@@ -30,6 +30,7 @@ from pipelines.options.fields import ints
 from transforms.corpus.encoders.registry import (
     DEFAULT_MODEL,
     ENCODERS,
+    encoder_family,
     encoder_identity,
     resolve_model,
 )
@@ -70,11 +71,11 @@ def timed_in_turns(
 
 
 def measure(texts: list[str], model: str, batch_sizes: list[int], repeats: int) -> str:
-    folder, float32 = Path(resolve_model(model)), SentenceTransformersEncoder
+    folder, families = Path(resolve_model(model)), {f: encoder_family(f) for f in ENCODERS}
     encoders = {
         f"{family}, batches of {size}": encoder(folder, encoder_identity(model, family), size)
-        for family, encoder in ENCODERS.items()
-        for size in (batch_sizes if encoder is float32 else batch_sizes[:1])
+        for family, encoder in families.items()
+        for size in (batch_sizes if encoder is SentenceTransformersEncoder else batch_sizes[:1])
     }
     baseline = next(iter(encoders))  # float32's family is the registry's first
     seconds, vectors = timed_in_turns(

@@ -16,6 +16,7 @@ from transforms.corpus.encoders.registry import (
     DEFAULT_FAMILY,
     DEFAULT_MODEL,
     ENCODERS,
+    encoder_family,
     encoder_identity,
     load_encoder,
     resolve_model,
@@ -69,7 +70,7 @@ BATCHING_TOLERANCE = {"sentence_transformers": 1e-6, "sentence_transformers_int8
 
 @pytest.mark.parametrize("family", ENCODERS)
 def test_rows_follow_the_texts_in_any_order_and_batching(tiny, family):
-    identity, encoder = encoder_identity(str(tiny), family), ENCODERS[family]
+    identity, encoder = encoder_identity(str(tiny), family), encoder_family(family)
     whole = encoder(tiny, identity).encode(TEXTS)
     order = np.random.default_rng(0).permutation(len(TEXTS))
     shuffled = encoder(tiny, identity, batch_size=2).encode([TEXTS[row] for row in order])

@@ -8,6 +8,7 @@ every worker encodes with the same weights.
 
 import contextlib
 import functools
+import importlib
 import os
 from pathlib import Path
 
@@ -17,13 +18,15 @@ from transforms.corpus.encoders.base import (
     card_languages,
     weights_digest,
 )
-from transforms.corpus.encoders.int8 import Int8SentenceTransformersEncoder
-from transforms.corpus.encoders.sentence_transformers import SentenceTransformersEncoder
 from transforms.errors import InputError
 
-ENCODERS: dict[str, type[SentenceEncoder]] = {
-    "sentence_transformers": SentenceTransformersEncoder,
-    "sentence_transformers_int8": Int8SentenceTransformersEncoder,
+# family -> "module:class", imported when a model of the family is loaded: PyTorch stays off
+# the import path of the options (and of --help)
+ENCODERS: dict[str, str] = {
+    "sentence_transformers": (
+        "transforms.corpus.encoders.sentence_transformers:SentenceTransformersEncoder"
+    ),
+    "sentence_transformers_int8": "transforms.corpus.encoders.int8:Int8SentenceTransformersEncoder",
 }
 DEFAULT_FAMILY = "sentence_transformers_int8"  # 1.8x the float32 rate; docs/validity.md
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -81,10 +84,11 @@ def unresolved(model: str) -> InputError:
 
 def encoder_family(family: str) -> type[SentenceEncoder]:
     try:
-        return ENCODERS[family]
+        module, name = ENCODERS[family].split(":")
     except KeyError:
         known = ", ".join(ENCODERS)
         raise InputError(f"validity encoder family {family}: one of {known}") from None
+    return getattr(importlib.import_module(module), name)
 
 
 @functools.cache
