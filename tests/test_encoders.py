@@ -96,6 +96,11 @@ def test_an_int8_linear_is_the_float_linear_within_its_rounding():
     # each token on its own gives the same bytes: no scale is shared between tokens
     alone = torch.cat([Int8Linear(linear)(inputs[:, k : k + 1]) for k in range(5)], dim=1)
     assert torch.equal(alone, outputs)
+    # the integer products are exact (torch._int_mm is private: this pins what it does)
+    layer, (quantised, scale) = Int8Linear(linear), int8_rows(inputs.reshape(-1, 48))
+    products = quantised.double() @ layer.weight_t.double()
+    exact = products * scale.double() * layer.weight_scale.double() + linear.bias.double()
+    torch.testing.assert_close(outputs.reshape(-1, 24).double(), exact, rtol=1e-6, atol=1e-6)
 
 
 def test_the_int8_family_stays_within_a_hundredth_of_float32s_cosines(tiny):
