@@ -112,6 +112,9 @@ def test_a_version_records_the_rule_in_its_manifest_statistics_and_card(closed_s
     assert f"`validity/{DESCRIBES_RULE}`: {turned_away:,} candidates turned away" in card
     assert f"reaches {options.validity_threshold} describes" in card
     assert model["sha256"] in card
+    limitations = card.split("## Known limitations")[1]
+    assert f"cosine {options.validity_threshold} or more" in limitations
+    assert "not decoys that describe it in other words" not in limitations
     rows = read_parquet(directory, "dev")
     assert all(len(row["option_originals"]) == len(row["options"]) for row in rows)
     assert any(
@@ -134,6 +137,9 @@ def test_without_a_validity_model_mcic_chooses_the_papers_decoys(shared, synthet
         assert decoys == json.load(handle)
     assert not os.path.exists(corpus_file(corpus_folder(directory), SENTENCE_EMBEDDINGS_FILE))
     assert not [e for e in read_manifest(directory)["inputs"] if VALIDITY_MODEL in e]
+    with open(dataset_path(directory, CARD_FILE), encoding="utf-8") as handle:
+        limitations = handle.read().split("## Known limitations")[1]
+    assert "not decoys that describe it in other words (`--validity_model none`)" in limitations
 
 
 def test_a_threshold_outside_0_to_1_is_refused_in_one_line(tmp_path):

@@ -263,6 +263,25 @@ def _encoder_rule(statistics: dict, manifest: dict) -> str:
     )
 
 
+def _validity_limits(manifest: dict) -> str:
+    """What the run's validity rules leave: rewordings, unless a sentence encoder looked,
+    and even then the ones it misses."""
+    surface = (
+        "The validity rules remove decoys that copy, or are surface-close to, any caption of "
+        "the image"
+    )
+    if not any(VALIDITY_MODEL in entry for entry in manifest["inputs"]):
+        return f"{surface}, not decoys that describe it in other words (`--validity_model none`)."
+    return (
+        f"{surface}, and decoys the sentence encoder puts at cosine "
+        f"{manifest['options']['validity_threshold']} or more to one of them "
+        f"(`{DESCRIBES_RULE}`). The encoder misses some rewordings and turns away some decoys "
+        "that do not describe the image: on Flickr8k's expert judgments, all-MiniLM-L6-v2 at "
+        "0.5 (the defaults) keeps about one in six pairs judged to describe the image and "
+        "turns away about one in eighteen of the others."
+    )
+
+
 def _decoy_means(statistics: dict) -> str:
     rows = [
         "| split | decoys | mean simPV | mean simSURF | mean Score |",
@@ -464,6 +483,7 @@ def _card(
         chance_rule=_chance_rule(statistics, k),
         audit=_audit(statistics),
         limitations=strategy.limitations,
+        validity_limits=_validity_limits(manifest),
         inputs=_inputs(manifest),
         code=_code(code),
         python=code["python"],

@@ -21,11 +21,10 @@ from transforms.strategies.config import StrategyConfig, StrategyOptions
 from transforms.strategies.invariants import Invariant
 
 # The limitation every strategy whose decoys are the target's PV neighbours shares.
+# (What the validity rules catch of them depends on the run: the card's next limitation.)
 NEIGHBOURS_MAY_FIT = (
     "Decoys are close to the target in paragraph-vector space; some may also describe the "
-    "target's image (the paper estimates 10-15% unanswerable instances for MC-IC). The validity "
-    "rules remove decoys that copy, or are surface-close to, any caption of the image, not "
-    "decoys that describe it in other words. "
+    "target's image (the paper estimates 10-15% unanswerable instances for MC-IC). "
 )
 
 

@@ -216,7 +216,7 @@ class MadlibsHard(ChoosingStrategy):
     pools = ("split", "all")
     limitations = (
         "Images with the same objects are often described alike, so some decoys may also fit "
-        "the target's image (the validity rules remove copies and near-copies only). Without "
+        "the target's image (next: what the validity rules remove). Without "
         "--objects, an image's objects are the COCO categories its captions name, a subset of "
         "what is in it. statistics.json reports how often the decoys' images have exactly the "
         "target image's objects."
