@@ -122,6 +122,19 @@ def amdahl(metrics: dict, wall: float, workers: int) -> dict:
     return projection
 
 
+def busy_shares(metrics: dict, largest: int = 3) -> str:
+    """The ``largest`` stages' shares of the counted busy time, largest first: the sentence
+    encoder's is a target of issue "Decoys that do not describe the image" (at most 35%).
+
+    >>> busy_shares({"pv/train_ms": 1_000, "sentences/encode_ms": 3_000}, largest=2)
+    'sentence encoder 75%, PV training 25%'
+    """
+    timed = {label: metrics.get(key, 0) for key, label in STAGES}
+    total = sum(timed.values()) or 1
+    ranked = sorted(timed.items(), key=lambda item: -item[1])[:largest]
+    return ", ".join(f"{label} {100 * busy / total:.0f}%" for label, busy in ranked)
+
+
 @dataclass(frozen=True)
 class Run:
     label: str
@@ -533,6 +546,9 @@ def main(argv: list[str] | None = None) -> int:
         print(run_line(name, ALL_RUNS[name], result))
     print("stage times are busy seconds summed over workers (= wall for one worker)")
     print_table(rows)
+    for name, result in results.items():
+        shares = busy_shares(timed_steps(result["manifest"]))
+        print(f"largest shares of the counted busy time, {ALL_RUNS[name].label}: {shares}")
     for one, two in (("closed_sets_1worker", "closed_sets"), ("1worker", "scale")):
         if one in results and two in results:
             speedup = results[one]["wall"] / results[two]["wall"]
