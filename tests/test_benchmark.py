@@ -103,7 +103,7 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     share_of_wall = 100 * uncounted / recorded["wall_s"]
     assert float(projection[5].rstrip("%")) == pytest.approx(share_of_wall, abs=1.0)
     assert all(re.fullmatch(r"\d+\.\d min", cell) for cell in projection[6:])
-    labels = dict((key, label) for key, label in scale.STAGES)
+    labels = dict(scale.STAGES)
     top = sorted(busy, key=lambda key: -busy[key])[:3]
     shares = ", ".join(f"{labels[k]} {100 * busy[k] / sum(busy.values()):.0f}%" for k in top)
     assert f"largest shares of the counted busy time, {run[0]}: {shares}" in lines

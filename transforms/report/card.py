@@ -21,8 +21,9 @@ from huggingface_hub import DatasetCardData
 
 from schemas.instance import FIELDS, MCIC_OPTIONS, OPTION
 from schemas.layout import CARD_FILE, PARQUET, relative_shard_pattern
+from transforms.corpus.encoders.registry import DEFAULT_MODEL
 from transforms.corpus.languages.registry import ENGLISH
-from transforms.corpus.sentences import VALIDITY_MODEL
+from transforms.corpus.sentences import DEFAULT_THRESHOLD, VALIDITY_MODEL
 from transforms.corpus.split import SPLITS
 from transforms.dataset.statistics import DECOY_MEASURES
 from transforms.files import read_parquet_files
@@ -247,10 +248,15 @@ def _skips(statistics: dict, manifest: dict) -> str:
     )
 
 
+def _validity_model(manifest: dict) -> dict | None:
+    """The validity model's entry among the version's inputs; None with --validity_model none."""
+    return next((entry for entry in manifest["inputs"] if VALIDITY_MODEL in entry), None)
+
+
 def _encoder_rule(statistics: dict, manifest: dict) -> str:
     """The sentence on the rule that no decoy describes the target's image: which encoder,
     which weights, which threshold, how many it turned away; none when the run had none."""
-    model = next((entry for entry in manifest["inputs"] if VALIDITY_MODEL in entry), None)
+    model = _validity_model(manifest)
     if model is None:
         return ""
     count = statistics["validity"].get(f"validity/{DESCRIBES_RULE}", 0)
@@ -270,15 +276,15 @@ def _validity_limits(manifest: dict) -> str:
         "The validity rules remove decoys that copy, or are surface-close to, any caption of "
         "the image"
     )
-    if not any(VALIDITY_MODEL in entry for entry in manifest["inputs"]):
+    if _validity_model(manifest) is None:
         return f"{surface}, not decoys that describe it in other words (`--validity_model none`)."
     return (
         f"{surface}, and decoys the sentence encoder puts at cosine "
         f"{manifest['options']['validity_threshold']} or more to one of them "
         f"(`{DESCRIBES_RULE}`). The encoder misses some rewordings and turns away some decoys "
-        "that do not describe the image: on Flickr8k's expert judgments, all-MiniLM-L6-v2 at "
-        "0.5 (the defaults) keeps about one in six pairs judged to describe the image and "
-        "turns away about one in eighteen of the others."
+        f"that do not describe the image: on Flickr8k's expert judgments, {DEFAULT_MODEL} at "
+        f"{DEFAULT_THRESHOLD} (the defaults) keeps about one in six pairs judged to describe "
+        "the image and turns away about one in eighteen of the others."
     )
 
 
