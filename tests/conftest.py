@@ -15,6 +15,13 @@ from transforms.threads import THREAD_VARIABLES
 # test workers share two cores; a pool per core in each would oversubscribe them.
 for _variable in THREAD_VARIABLES:
     os.environ[_variable] = "1"
+# One class of OpenBLAS kernels on every x86-64 machine with AVX2, so that the golden outputs
+# hold on any of them: PV's training sums through OpenBLAS, whose AVX-512 kernels (chosen on
+# an Intel Xeon or an AMD Zen 4) round otherwise than its AVX2 ones (chosen on a Zen 5), and
+# every file after PV differs (docs/output.md, "Reproducible").
+_cpu = pathlib.Path("/proc/cpuinfo")
+if _cpu.exists() and "avx2" in _cpu.read_text().split():
+    os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
 assert "numpy" not in sys.modules, "numpy was imported before its thread count was set"
 
 from pipelines.options import GenerateOptions  # noqa: E402

@@ -21,6 +21,9 @@ differs between two runs of the same code is normalised first, file by file:
   (the decisions they make are in the dataset records, hashed as written);
 - ``_COMPLETE``: its completion time.
 
+PV's vectors, and so every file after them, depend on the class of OpenBLAS kernels the
+processor gets (AVX2 or AVX-512): tests/conftest.py sets one class for every test.
+
 When a change to the outputs is intended, regenerate the golden file and commit it
 with the change that explains it::
 
@@ -237,8 +240,9 @@ def test_the_synthetic_default_run_writes_the_golden_outputs(closed_sets_dataset
             handle.write("\n")
     with open(GOLDEN, encoding="utf-8") as handle:
         expected = json.load(handle)
+    kernels = os.environ.get("OPENBLAS_CORETYPE", "the processor's own")
     assert not (changed := changes(expected, found)), (
         "the synthetic default run's outputs differ from tests/golden/synthetic_outputs.json "
-        "(if intended: UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py):\n"
-        + "\n".join(changed)
+        f"(OpenBLAS kernels: {kernels}; if intended: UPDATE_GOLDEN=1 .venv/bin/python -m "
+        "pytest tests/test_golden.py):\n" + "\n".join(changed)
     )
