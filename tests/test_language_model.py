@@ -11,7 +11,7 @@ from tests.support.versions import COCO_VAL2017
 from transforms.corpus.normalize import normalize_caption
 from transforms.trainer.language_model import DISCOUNT, END, START, UNKNOWN, fit_bigram_lm
 from transforms.trainer.models import answers
-from transforms.trainer.registry import FITTERS
+from transforms.trainer.registry import fitters
 from transforms.trainer.stream import FitData, InMemoryExamples
 
 TINY = ["a dog", "a cat", "a dog runs"]
@@ -82,7 +82,7 @@ def test_the_trained_lm_prefers_a_short_chunk_to_the_full_caption():
     ]
     train = tiny_batch([[c, "x"] for c in captions], [0] * len(captions))
     data = FitData(InMemoryExamples(train), InMemoryExamples(train))
-    model = FITTERS["Bigram LM"]("Bigram LM", data, None)
+    model = fitters()["Bigram LM"]("Bigram LM", data, None)
     assert model.selection["captions"] == len(captions)
     full, chunk = "a man rides a wave on the beach", "a woman"
     test = tiny_batch([[full, "a man"], [chunk, "a woman rides a horse on a surfboard"]], [0, 1])

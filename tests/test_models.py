@@ -16,7 +16,7 @@ from transforms.trainer.neural import (
     others_mean,
     seeded,
 )
-from transforms.trainer.registry import FITTERS
+from transforms.trainer.registry import fitters
 from transforms.trainer.regression import Moments
 from transforms.trainer.stream import FitData, InMemoryExamples
 from transforms.trainer.text_rules import TEXT_RULES, hub_scores
@@ -135,7 +135,7 @@ CONFIG = TrainOptions(
 def test_image_models_learn_a_linked_problem(name, k):
     problems = ((400, 0), (100, 1), (200, 2))
     train, dev, test = (linked_problem(n, seed=s, k=k) for n, s in problems)
-    model = FITTERS[name](name, fit_data(train, dev), CONFIG)
+    model = fitters()[name](name, fit_data(train, dev), CONFIG)
     assert model.scores(test).shape == (200, k)
     assert accuracy(model.scores(test), test.labels) > 0.6 + 0.4 / k  # chance: 1 / k
     assert model.selection
@@ -146,7 +146,7 @@ def test_image_models_learn_a_linked_problem(name, k):
 def test_text_models_and_rules_score_k_options(k):
     train, dev, test = (linked_problem(n, seed=s, k=k) for n, s in ((100, 0), (50, 1), (50, 2)))
     for name in ("Text-FFNN", "Bigram LM"):
-        assert FITTERS[name](name, fit_data(train, dev), CONFIG).scores(test).shape == (50, k)
+        assert fitters()[name](name, fit_data(train, dev), CONFIG).scores(test).shape == (50, k)
     for rule in TEXT_RULES:
         assert rule.scores(test).shape == (50, k)
     hubs = hub_scores(np.array([[1.0, 0.3], [0.3, 1.0]]))
@@ -155,8 +155,8 @@ def test_text_models_and_rules_score_k_options(k):
 
 def test_text_model_never_looks_at_the_image():
     train, dev, test = (linked_problem(n, seed=s) for n, s in ((200, 0), (50, 1), (50, 2)))
-    model = FITTERS["Text-FFNN"]("Text-FFNN", fit_data(train, dev), CONFIG)
+    model = fitters()["Text-FFNN"]("Text-FFNN", fit_data(train, dev), CONFIG)
     blind = Batch(np.zeros_like(test.images), test.options, test.text, test.labels, test.texts)
     np.testing.assert_array_equal(model.scores(test), model.scores(blind))
-    image_model = FITTERS["FFNN"]("FFNN", fit_data(train, dev), CONFIG)
+    image_model = fitters()["FFNN"]("FFNN", fit_data(train, dev), CONFIG)
     assert not np.array_equal(image_model.scores(test), image_model.scores(blind))

@@ -131,7 +131,7 @@ sys.meta_path.insert(0, Absent())
 import pipelines.generate
 from transforms.trainer import registry
 from pipelines.train import main
-print(sorted(registry.FITTERS))
+print(sorted(registry.fitters()))
 sys.exit(main(["--dataset", "d", "--output", "o"]))
 """
 

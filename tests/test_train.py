@@ -28,7 +28,7 @@ from transforms.errors import InputError
 from transforms.seeds import keyed_rng
 from transforms.trainer.dataset_audit import audit_dataset
 from transforms.trainer.features import build_example, load_feature_space
-from transforms.trainer.registry import FITTERS
+from transforms.trainer.registry import fitters
 
 # Whole trainings on the module's trained models (mcic_results, random_run): one worker
 # trains them, for every test that reads them.
@@ -142,7 +142,7 @@ def test_text_only_audits_report_what_the_files_give(mcic_dataset, mcic_results)
 @trained
 def test_every_trained_model_is_written(mcic_results):
     output, results = mcic_results
-    for name in [*FITTERS, "Vec2seq+FFNN"]:
+    for name in [*fitters(), "Vec2seq+FFNN"]:
         arrays = np.load(os.path.join(output, "models", f"{name}.npz"))
         numbers = [arrays[key] for key in arrays.files if arrays[key].dtype.kind in "fiu"]
         assert numbers and all(np.all(np.isfinite(values)) for values in numbers)
@@ -296,7 +296,7 @@ def test_k_option_versions_train_end_to_end_against_chance_one_in_k(
     metrics = run(TrainOptions(dataset=version, output=str(tmp_path), **SMALL_TRAINING))
     assert (metrics["num_options"], metrics["chance"]) == (k, 1 / k)
     results = {row["model"]: row for row in metrics["models"]}
-    assert set(results) > set(FITTERS) | {"Longest option"}
+    assert set(results) > set(fitters()) | {"Longest option"}
     for split in ("dev", "test"):
         total = len(read_parquet(version, split))
         assert all(row[split]["total"] == total for row in results.values())

@@ -8,11 +8,11 @@ strategies' own options live beside each strategy (``DecoyStrategy.Options``);
 """
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from pipelines.options.fields import ints
 from pipelines.options.train import TrainOptions
-from pipelines.store.versions import LABEL
 from schemas.options import REQUIRED, Group, below, option
 from schemas.records import RawCaption
 from transforms.corpus.encoders.registry import DEFAULT_FAMILY, DEFAULT_MODEL, ENCODERS
@@ -33,6 +33,7 @@ from transforms.strategies.registry import DEFAULT_STRATEGY, STRATEGIES
 from transforms.strategies.validity import ValidityRules
 from transforms.trainer.dataset_audit import AUDIT_GATES, WARN, AuditConfig
 
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # --label: a version name's suffix
 READ_BY = "read_by"  # a strategy's option's metadata: the strategies (--decoys) that read it
 
 

@@ -29,7 +29,6 @@ import io
 import json
 import logging
 import os
-import re
 import struct
 import time
 import uuid
@@ -100,7 +99,6 @@ NAMED_WHEN_SET = ("pv_train_sample", "input_format", "language")
 # default run writes the manifest it wrote before they existed: English is not named, nor
 # the default input format.
 RECORDED_WHEN_SET = ("language", "input_format", "images")
-LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 # Folders inside a version, and OUTPUT/latest (a link to one's dataset folder): a reader given
 # one of them reads the version, or the output, it lies in.
 INNER_FOLDERS = (LATEST_LINK, DATASET, BUILD, PARQUET, TFRECORD, MCIC, *SPLITS)

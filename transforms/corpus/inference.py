@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import apache_beam as beam
 import numpy as np
@@ -23,13 +23,15 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
-from gensim.models.doc2vec import Doc2Vec
 
 from schemas.layout import CAPTIONS_FILE, INFERRED_DIRECTORY, TRAINED_ROWS_FILE, corpus_file
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.files import read_file, write_file
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_rng
+
+if TYPE_CHECKING:
+    from gensim.models.doc2vec import Doc2Vec  # gensim loads once a model is trained or read
 
 # Captions per inference shard: enough shards for every worker, each big enough to be worth
 # a bundle (5,000 captions are ~10 s of one core at dim 256, 20 epochs).
@@ -84,7 +86,7 @@ def rows_to_infer(trained: np.ndarray, size: int) -> np.ndarray:
 
 
 def infer_vectors(
-    model: Doc2Vec, documents: Sequence[Sequence[str]], caption_ids: Sequence[str], seed: int
+    model: "Doc2Vec", documents: Sequence[Sequence[str]], caption_ids: Sequence[str], seed: int
 ) -> tuple[np.ndarray, int]:
     """(unit vectors (n, dim) float32, how many documents have no word the model knows).
 
@@ -104,7 +106,7 @@ def infer_vectors(
 class Inference:
     """What a worker process needs to infer any shard; loaded once per process."""
 
-    model: Doc2Vec
+    model: "Doc2Vec"
     caption_ids: pa.ChunkedArray  # of the rows to infer, in row order
     texts: pa.ChunkedArray
     lock: threading.Lock = field(default_factory=threading.Lock)  # the model's RNG

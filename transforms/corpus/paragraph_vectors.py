@@ -1,4 +1,10 @@
-"""PV-DBOW paragraph vectors (gensim ``Doc2Vec``, ``dm=0``): simPV's embedding."""
+"""PV-DBOW paragraph vectors (gensim ``Doc2Vec``, ``dm=0``): simPV's embedding.
+
+gensim (with scipy, half a second) is imported by the functions that train, infer and load:
+the options and the strategies name this module, and --help should not wait for it.
+"""
+
+from __future__ import annotations
 
 import hashlib
 import logging
@@ -7,15 +13,17 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
-from gensim.models.doc2vec import Doc2Vec, TaggedDocument
-from gensim.models.doc2vec_inner import train_document_dbow
 
 from transforms.errors import InputError
 from transforms.files import read_file
 from transforms.seeds import keyed_int
+
+if TYPE_CHECKING:
+    from gensim.models.doc2vec import Doc2Vec
 
 # The attribute a model carries with the digest of the captions it was trained on.
 CORPUS_DIGEST = "dmc_corpus_sha256"
@@ -65,6 +73,8 @@ def train_paragraph_vectors(documents: Sequence[Sequence[str]], config: PVConfig
     With ``workers=1`` the model is identical from run to run for a seed;
     gensim's multi-threaded training is faster but not reproducible.
     """
+    from gensim.models.doc2vec import Doc2Vec, TaggedDocument
+
     check_vocabulary(documents, config.min_count)
     started = time.monotonic()
     model = Doc2Vec(
@@ -149,6 +159,8 @@ def infer_unit_vector(model: Doc2Vec, words: Sequence[str], rng: np.random.Gener
     scale, epochs and learning-rate schedule) with both drawn from ``rng`` instead. The
     model's RNG is replaced, so callers sharing a model between threads must lock.
     """
+    from gensim.models.doc2vec_inner import train_document_dbow
+
     size = model.dv.vector_size
     vector = ((rng.random(size) - 0.5) / size).astype(np.float32).reshape(1, size)
     model.random = np.random.RandomState(rng.integers(2**32, dtype=np.uint64))
@@ -188,6 +200,8 @@ def load_model(path: str) -> Doc2Vec:
     pickled Doc2Vec (another file given as ``--pv_model``, a truncated copy) is an
     InputError naming it, not a traceback from inside a pipeline run.
     """
+    from gensim.models.doc2vec import Doc2Vec
+
     data = read_file(path)
     try:
         model = pickle.loads(data) if data.startswith(PICKLE_START) else None

@@ -18,7 +18,7 @@ the word lists of the captions PV trains on, and trains PV single-handed.
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import apache_beam as beam
 import numpy as np
@@ -27,7 +27,6 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
-from gensim.models.doc2vec import Doc2Vec
 
 from schemas.layout import INFERRED_DIRECTORY, PARTS_DIRECTORY, corpus_folder
 from schemas.records import Caption
@@ -69,6 +68,9 @@ from transforms.errors import InputError
 from transforms.files import delete_folder, unfenced
 from transforms.memory import release_freed_memory
 from transforms.progress import timed
+
+if TYPE_CHECKING:
+    from gensim.models.doc2vec import Doc2Vec  # gensim loads once a model is trained or read
 
 PART_SIZE = 100_000  # captions a part: ~50 MB as Python objects, a few MB as a file
 
@@ -217,7 +219,7 @@ def pv_model(
     *,
     pv: PVConfig,
     pretrained: str,
-) -> tuple[Doc2Vec, np.ndarray | None]:
+) -> tuple["Doc2Vec", np.ndarray | None]:
     """(the model, the rows its document vectors stand for: None for every row).
 
     ``pretrained``: a model of exactly these captions (a search's winner, an earlier
@@ -254,7 +256,7 @@ def pv_model(
 
 
 def reused_rows(
-    model: Doc2Vec,
+    model: "Doc2Vec",
     path: str,
     digest: str,
     sample: np.ndarray | None,

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
 from schemas.layout import SENTENCE_EMBEDDINGS_FILE, corpus_file, corpus_folder
 from transforms.strategies.config import StrategyConfig
@@ -50,6 +49,9 @@ Invariant = Callable[[WrittenDataset], None]
 
 def nltk_sim_surf(candidate: list[str], target: list[str]) -> float:
     """simSURF (SPEC) by nltk's own BLEU: brevity penalty divided out."""
+    # imported by the checks alone: nltk (with scipy) would otherwise load with every strategy
+    from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         bleu = sentence_bleu([target], candidate)

@@ -35,7 +35,7 @@ from transforms.trainer.features import (
 )
 from transforms.trainer.metrics import EVALUATION_SPLITS, build_metrics, count_correct
 from transforms.trainer.models import TrainConfig
-from transforms.trainer.registry import FITTERS, MISSING_EXTRA
+from transforms.trainer.registry import fitters, missing_extra
 from transforms.trainer.stream import FitData, InMemoryExamples
 from transforms.trainer.text_rules import TEXT_RULES
 
@@ -168,14 +168,14 @@ def audit_dataset(directory: str, config: AuditConfig) -> dict:
         return {"skipped": "the learned audit needs train and dev instances"}
     limit_torch(AUDIT_THREADS)
     data = FitData(*(InMemoryExamples(Batch.stack(examples[split])) for split in ("train", "dev")))
-    learned = [name for name in LEARNED_AUDITS if name in FITTERS]
+    learned = [name for name in LEARNED_AUDITS if name in fitters()]
     train = replace(config.train, stage="audit")  # its lines are the audit's
-    models = [FITTERS[name](name, data, train) for name in learned]
+    models = [fitters()[name](name, data, train) for name in learned]
     evaluated = [e for split in EVALUATION_SPLITS for e in examples[split]]
     metrics = build_metrics(count_correct(evaluated, models), models, num_options)
     metrics["train_instances"] = len(examples["train"])
     if len(learned) < len(LEARNED_AUDITS):
         left_out = ", ".join(name for name in LEARNED_AUDITS if name not in learned)
-        metrics["left_out"] = f"{left_out}: {MISSING_EXTRA}"
+        metrics["left_out"] = f"{left_out}: {missing_extra()}"
     metrics["verdict"] = verdict(metrics)
     return metrics
