@@ -63,18 +63,19 @@ setuptools.setup(
         "huggingface_hub>=1.0",
     ],
     entry_points={
-        # each exits with its main()'s return code; names match their --help (Command.prog).
+        # each exits with its main()'s return code; names match their --help (Command.prog),
+        # which pipelines/cli/commands.py answers before importing the command's module
         "console_scripts": [
-            "dmc-generate = pipelines.generate:main",
-            "dmc-train = pipelines.train:main",
-            "dmc-evaluate = pipelines.evaluate:main",
-            "dmc-regenerate = pipelines.regenerate:main",
-            "dmc-optimize = pipelines.optimize:main",
-            "dmc-make-corpus = pipelines.make_corpus:main",
-            "dmc-preview = pipelines.preview:main",
-            "dmc-rate = pipelines.rate:main",
-            "dmc-publish = pipelines.publish:main",
-            "dmc-features = pipelines.features:main",
+            "dmc-generate = pipelines.cli.commands:generate",
+            "dmc-train = pipelines.cli.commands:train",
+            "dmc-evaluate = pipelines.cli.commands:evaluate",
+            "dmc-regenerate = pipelines.cli.commands:regenerate",
+            "dmc-optimize = pipelines.cli.commands:optimize",
+            "dmc-make-corpus = pipelines.cli.commands:make_corpus",
+            "dmc-preview = pipelines.cli.commands:preview",
+            "dmc-rate = pipelines.cli.commands:rate",
+            "dmc-publish = pipelines.cli.commands:publish",
+            "dmc-features = pipelines.cli.commands:features",
         ],
     },
     extras_require={

@@ -28,8 +28,10 @@ import pyarrow as pa
 
 from pipelines import evaluate as evaluate_command
 from pipelines import generate as generate_command
+from pipelines.cli import Command
+from pipelines.cli.commands import EVALUATE, GENERATE
 from pipelines.cli.parser import beam_parser, closest, known_flags, parse_flags
-from pipelines.options import EvaluateOptions, GenerateOptions, LogOptions
+from pipelines.options import LogOptions
 from pipelines.runner import logging_to
 from pipelines.store.versions import completed_dataset
 from schemas.instance import ARROW_SCHEMA
@@ -73,10 +75,7 @@ def generate(
     version (``up_to_date``).
     """
     (run_options, log), beam_args = parsed(
-        generate_command.COMMAND.prog,
-        GenerateOptions,
-        {"input": input, "output": output, **options},
-        beam_args,
+        GENERATE, {"input": input, "output": output, **options}, beam_args
     )
     with command_errors(), logging_to(log):
         generated = generate_command.run(run_options, beam_args)
@@ -98,9 +97,7 @@ def evaluate(*, dataset: str | os.PathLike, beam_args: Sequence[str] = (), **opt
     command writes to ``OUTPUT/metrics.json``, beside scores.parquet, table.txt and
     accuracy.png.
     """
-    (run_options, log), beam_args = parsed(
-        evaluate_command.COMMAND.prog, EvaluateOptions, {"dataset": dataset, **options}, beam_args
-    )
+    (run_options, log), beam_args = parsed(EVALUATE, {"dataset": dataset, **options}, beam_args)
     with command_errors(), logging_to(log):
         return evaluate_command.run(run_options, beam_args)
 
@@ -136,18 +133,18 @@ def load(path: str | os.PathLike, split: str, *, columns: Sequence[str] | None =
 
 
 def parsed(
-    prog: str, options_type: type, values: dict[str, Any], beam_args: Sequence[str] = ()
+    command: Command, values: dict[str, Any], beam_args: Sequence[str] = ()
 ) -> tuple[tuple[Any, LogOptions], list[str]]:
     """((the command's options, its logging options), Beam's) from keywords, parsed by the
-    command ``prog``'s own parser. An unknown keyword is refused naming the closest option;
+    command's own parser. An unknown keyword is refused naming the closest option;
     a Beam pipeline option given as a keyword, or one of ours in ``beam_args``, says where
     it goes.
     """
-    function = f"{prog.removeprefix('dmc-')}()"
+    prog, function = command.prog, f"{command.prog.removeprefix('dmc-')}()"
     if isinstance(beam_args, str):
         raise InputError(f"{function}: beam_args is a list of flags, e.g. ['--runner', 'X']")
     beam_args = [as_text(arg) for arg in beam_args]
-    fields = keyword_fields(options_type, LogOptions)
+    fields = keyword_fields(*command.options)
     for name in values:
         if name not in fields:
             raise InputError(unknown_keyword(function, prog, name, fields))
@@ -160,7 +157,7 @@ def parsed(
             )
     argv = [flag for name, value in values.items() for flag in as_flags(name, value, fields)]
     with command_errors():
-        (options, log), beam_args = parse_flags([*argv, *beam_args], options_type, LogOptions)
+        (options, log), beam_args = parse_flags([*argv, *beam_args], *command.options)
         log.validate()
     return (options, log), beam_args
 

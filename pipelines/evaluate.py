@@ -27,7 +27,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
-from pipelines.cli import Command
+from pipelines.cli.commands import EVALUATE
 from pipelines.options import EvaluateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.store.versions import completed_dataset, read_manifest
@@ -183,27 +183,12 @@ def run(options: EvaluateOptions, beam_args: list[str] | None = None) -> dict:
     return metrics
 
 
-COMMAND = Command(
-    prog="dmc-evaluate",
-    description=(
-        "Scores a generated dataset zero-shot with a contrastive vision-language model "
-        "(open_clip or transformers: CLIP, SigLIP, ...): each option's cosine with its image, "
-        "the argmax is the answer. Prints the accuracy on dev and test beside the version's "
-        "text-only audit rows, the image margin and, for closed sets, the set score; "
-        "scores.parquet, metrics.json, table.txt and accuracy.png go to --output."
-    ),
-    example="dmc-evaluate --dataset out --images val2014 --model ViT-B-32 --pretrained openai "
-    "--output eval",
-    manual="docs/evaluate.md",
-)
-
-
 def main(argv: list[str] | None = None) -> int:
     def evaluate(options: EvaluateOptions, beam_args: list[str]) -> str:
         table = evaluation_table(run(options, beam_args))
         return f"{table}\nscores and metrics written to {options.output}"
 
-    return cli(argv, evaluate, EvaluateOptions, command=COMMAND)
+    return cli(argv, evaluate, EVALUATE)
 
 
 if __name__ == "__main__":

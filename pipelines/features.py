@@ -26,7 +26,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.utils.shared import Shared
 
-from pipelines.cli import Command
+from pipelines.cli.commands import FEATURES
 from pipelines.options import FeaturesOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from schemas.image_features import IMAGES_PER_SHARD, SHARDS
@@ -140,22 +140,8 @@ def run(options: FeaturesOptions, beam_args: list[str] | None = None) -> str:
     return summary(options, len(paths), skipped)
 
 
-COMMAND = Command(
-    prog="dmc-features",
-    description=(
-        "Encodes image files (local or gs://) with a torchvision backbone, an open_clip image "
-        "tower or a Hugging Face vision model (weights by name or from a checkpoint) and "
-        "writes a folder of Parquet shards of (image, features) that dmc-train "
-        "--image_features reads. "
-        "Unreadable images are skipped, counted and listed."
-    ),
-    example="dmc-features --images coco/train2014 --pretrained IMAGENET1K_V2 --output f.parquet",
-    manual="docs/features.md",
-)
-
-
 def main(argv: list[str] | None = None) -> int:
-    return cli(argv, run, FeaturesOptions, command=COMMAND)
+    return cli(argv, run, FEATURES)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from functools import partial
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.cli import Command
+from pipelines.cli.commands import GENERATE
 from pipelines.optimize import run_search
 from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion, worker_threads
@@ -294,27 +294,11 @@ def audit_summary(statistics: dict) -> str:
     return f"{metrics_table(audit)}\n{audit['verdict']['line']}"
 
 
-COMMAND = Command(
-    prog="dmc-generate",
-    description=(
-        "Generates a multiple-choice image-caption dataset from captioned images (COCO "
-        "captions_*.json, Flickr token files): for every caption, an instance of its image, "
-        "that caption and four decoys, captions of other images close to it in meaning but "
-        "not in wording. With the default decoy strategy (closed sets) every text-only model "
-        "scores exactly chance, and every run audits itself with text-only models. Each run "
-        "writes a new version under --output and points OUTPUT/latest at it; a run with the "
-        "inputs and options of a completed version does nothing."
-    ),
-    example="dmc-generate --input 'annotations/captions_*2014.json' --output out/mcic-coco",
-    manual="docs/generate.md and docs/strategies/",
-)
-
-
 def main(argv: list[str] | None = None) -> int:
     return cli(
         argv,
         lambda options, beam_args: summary(run(options, beam_args), options.output),
-        command=COMMAND,
+        GENERATE,
     )
 
 

@@ -9,34 +9,18 @@ import logging
 import sys
 import time
 
-from pipelines.cli import Command, parse_flags
-from pipelines.options import MakeCorpusOptions
+from pipelines.cli import parse_flags
+from pipelines.cli.commands import MAKE_CORPUS
 from transforms.corpus.synthetic import scene_objects, write_coco
 from transforms.english.objects import CATEGORY_IDS, instances_document
 from transforms.errors import InputError
 from transforms.files import write_file
 from transforms.vision.drawing import write_images
 
-COMMAND = Command(
-    prog="dmc-make-corpus",
-    description=(
-        "Writes the project's synthetic corpus in COCO format: one latent scene per image "
-        "(a subject, an activity, a place, a time of day) and five captions describing it "
-        "with different templates, synonyms and omitted details (--captions_per_image keeps "
-        "the first few). Image i depends only on (seed, i), so smaller corpora are prefixes "
-        "of larger ones. With --instances, also "
-        "the COCO instances file of the scenes' objects (one unit box per object); with "
-        "--images_dir, a drawn picture of each scene under its file_name."
-    ),
-    example="dmc-make-corpus --num_images 4000 --output out/corpus/captions_synthetic.json",
-    manual="docs/synthetic.md",
-    beam=False,
-)
-
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        [args], _ = parse_flags(argv, MakeCorpusOptions, command=COMMAND)
+        [args], _ = parse_flags(argv, *MAKE_CORPUS.options, command=MAKE_CORPUS)
         args.validate()
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -17,7 +17,7 @@ import sys
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.cli import Command
+from pipelines.cli.commands import OPTIMIZE
 from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.store.manifest import read_inputs
@@ -66,26 +66,12 @@ def run_search(options: GenerateOptions, beam_args: list[str]) -> dict:
     return read_json(path)
 
 
-COMMAND = Command(
-    prog="dmc-optimize",
-    description=(
-        "Searches the paragraph-vector settings (OPTIMIZE-PV: dimensions x epochs, by "
-        "mgs-rank) and then lambda of the decoy score (OPTIMIZE-SCORE, by wmgs-rank) on one "
-        "split of the corpus, prints the report and writes it, with the winning model, to "
-        "OUTPUT/search/. It takes dmc-generate's options; the search group sets the grids. "
-        "dmc-generate --optimize runs the same search and then generates with the winners."
-    ),
-    example="dmc-optimize --input annotations/captions_val2017.json --output out/search",
-    manual="docs/optimize.md and docs/generate.md",
-)
-
-
 def main(argv: list[str] | None = None) -> int:
     def search(options: GenerateOptions, beam_args: list[str]) -> str:
         table = report_table(run_search(options, beam_args))
         return f"{table}\nreport written to {FileSystems.join(options.output, SEARCH_DIRECTORY)}"
 
-    return cli(argv, search, command=COMMAND)
+    return cli(argv, search, OPTIMIZE)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import sys
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.cli import Command
+from pipelines.cli.commands import PREVIEW
 from pipelines.options import PreviewOptions
 from pipelines.runner import checked_version, cli
 from pipelines.store.versions import read_manifest
@@ -77,26 +77,11 @@ def run(options: PreviewOptions) -> str:
     return path
 
 
-COMMAND = Command(
-    prog="dmc-preview",
-    description=(
-        "Writes an HTML preview of a dataset dmc-generate wrote: a seeded sample of instances "
-        "per split, each with its image, its five options with the target marked, and where "
-        "each decoy comes from (its image, caption, simPV, simSURF and Score). The folder "
-        "--output is self-contained: open its index.html in a browser, offline too."
-    ),
-    example="dmc-preview --dataset out/synthetic --output out/preview --images val2017/",
-    manual="docs/preview.md",
-    beam=False,
-)
-
-
 def main(argv: list[str] | None = None) -> int:
     return cli(
         argv,
         lambda options, _: f"preview written to {run(options)}",
-        PreviewOptions,
-        command=COMMAND,
+        PREVIEW,
     )
 
 

@@ -38,7 +38,7 @@ from typing import TypeVar
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.cli import Command
+from pipelines.cli.commands import PUBLISH
 from pipelines.options import PublishOptions
 from pipelines.options.publish import DEFAULT_BRANCH
 from pipelines.runner import cli
@@ -436,25 +436,8 @@ def run(options: PublishOptions) -> str:
     )
 
 
-COMMAND = Command(
-    prog="dmc-publish",
-    description=(
-        "Uploads a completed, verified version's dataset folder (instances, card, plots, "
-        "statistics; never what built it) to a Hugging Face Hub dataset repo, in one commit; "
-        "the folder's README.md becomes the repo's dataset card, and the repo's files of an "
-        "earlier version are deleted in the same commit. The token is huggingface_hub's "
-        "(HF_TOKEN or hf auth login). Exit code 2: the version is not complete, fails "
-        "verification or was held back by its audit gate, bad options, or the hub could not "
-        "be reached, did not answer within --timeout, refused or failed."
-    ),
-    example="dmc-publish --dataset out/mcic-coco --repo_id USER/mcic-coco --dry_run",
-    manual="docs/publish.md",
-    beam=False,
-)
-
-
 def main(argv: list[str] | None = None) -> int:
-    return cli(argv, lambda options, _: run(options), PublishOptions, command=COMMAND)
+    return cli(argv, lambda options, _: run(options), PUBLISH)
 
 
 if __name__ == "__main__":

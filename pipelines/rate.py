@@ -31,7 +31,7 @@ from functools import partial
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.cli import Command, wrapped
+from pipelines.cli.commands import RATE, RATE_USAGE, rate_overview
 from pipelines.options import (
     GenerateOptions,
     RateExportOptions,
@@ -512,72 +512,20 @@ def filter_version(options: RateFilterOptions) -> str:
     )
 
 
-EXPORT = Command(
-    prog="dmc-rate export",
-    description=(
-        "Writes a human rating job for a dataset dmc-generate wrote: a seeded sample of "
-        "instances of a split (the paper: 1,000 from dev, three raters each), training items "
-        "from train with the target marked and gold items, as a rating app (open "
-        "OUTPUT/app/index.html in a browser, offline too, one folder per rater or shared) and "
-        "as a crowd platform's bulk-upload CSV (OUTPUT/crowd.csv), with the answer key "
-        "OUTPUT/job.json."
-    ),
-    example="dmc-rate export --dataset out/coco --output out/rate-job --images val2017/",
-    manual="docs/rating.md",
-    beam=False,
-)
-IMPORT = Command(
-    prog="dmc-rate import",
-    description=(
-        "Reads the answers of a rating job (the app's JSON or CSV downloads, a crowd "
-        "platform's results CSV, in any mix), checks them (unknown instances, duplicates, "
-        "too-fast answers, gold items) and prints the paper's Table 2: 1-human and n-human "
-        "accuracy and how many raters got each instance right, with binomial standard "
-        "deviations. The report and per-instance results go next to the dataset version."
-    ),
-    example="dmc-rate import --job out/rate-job --answers 'answers/*.json'",
-    manual="docs/rating.md",
-    beam=False,
-)
-FILTER = Command(
-    prog="dmc-rate filter",
-    description=(
-        "Writes a human-filtered subset as a new completed version: the rated instances at "
-        "least --min_right raters got right, the other splits as they were; its manifest "
-        "names the ratings, and dmc-train reads it as any version."
-    ),
-    example="dmc-rate filter --ratings out/coco/latest/ratings/JOB --output out/coco-human",
-    manual="docs/rating.md",
-    beam=False,
-)
-SUBCOMMANDS = {
-    "export": (RateExportOptions, EXPORT, export),
-    "import": (RateImportOptions, IMPORT, import_answers),
-    "filter": (RateFilterOptions, FILTER, filter_version),
-}
-USAGE = "usage: dmc-rate {export,import,filter} [option ...]"
-
-
-def overview() -> str:
-    """``dmc-rate --help``: the subcommands, each with what it does."""
-    commands = "\n\n".join(
-        f"{name}: {command.description}\n  {command.example}"
-        for name, (_, command, _) in SUBCOMMANDS.items()
-    )
-    return wrapped(f"{USAGE}\n\n{commands}\n\ndmc-rate COMMAND --help lists a command's options.")
+RUNS = {"export": export, "import": import_answers, "filter": filter_version}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["-h"], ["--help"]):
-        print(overview())
+        print(rate_overview())
         sys.exit(0)  # as argparse's --help does
-    if not argv or argv[0] not in SUBCOMMANDS:
+    if not argv or argv[0] not in RATE:
         got = f"unknown command {argv[0]!r}" if argv else "no command"
-        print(f"error: {got}; {USAGE}", file=sys.stderr)
+        print(f"error: {got}; {RATE_USAGE}", file=sys.stderr)
         return 2
-    options_type, command, run = SUBCOMMANDS[argv[0]]
-    return cli(argv[1:], lambda options, _: run(options), options_type, command=command)
+    run = RUNS[argv[0]]
+    return cli(argv[1:], lambda options, _: run(options), RATE[argv[0]])
 
 
 if __name__ == "__main__":

@@ -20,9 +20,10 @@ from datetime import datetime, timezone
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import train
-from pipelines.cli import Command, parse_flags
+from pipelines.cli import parse_flags
+from pipelines.cli.commands import REGENERATE
 from pipelines.generate import Generated, run
-from pipelines.options import GenerateOptions, LogOptions, RegenerateOptions, TrainOptions
+from pipelines.options import GenerateOptions, RegenerateOptions, TrainOptions
 from pipelines.runner import logging_to, one_line_error
 from pipelines.store.versions import (
     Version,
@@ -111,23 +112,6 @@ def regenerate(
     return line
 
 
-COMMAND = Command(
-    prog="dmc-regenerate",
-    description=(
-        "For schedulers: generates a dataset only when its inputs or options differ from "
-        "those of the version OUTPUT/latest names, with --train also evaluates a new version, "
-        "and prints exactly one line for the log. It takes dmc-generate's options. Exit code "
-        "0: generated or up to date; 2: bad input or options; 3: the version was written but "
-        "not published, its text-only audit off chance (--audit_gate fail); 1: the run failed "
-        "(traceback on stderr)."
-    ),
-    example=(
-        "dmc-regenerate --input 'gs://BUCKET/coco/captions_*.json' --output gs://BUCKET/mcic-coco"
-    ),
-    manual="docs/regeneration.md",
-)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Always exactly one line on stdout: ``<UTC time> regenerate <output>: <what happened>``.
 
@@ -136,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     time_now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     try:
         (regenerate_options, options, log), beam_args = parse_flags(
-            argv, RegenerateOptions, GenerateOptions, LogOptions, command=COMMAND
+            argv, *REGENERATE.options, command=REGENERATE
         )
     except Exception as error:
         print(f"{time_now} regenerate: {one_line_error(error)}")

@@ -22,7 +22,7 @@ import pipelines
 import schemas
 import transforms
 from pipelines.cli import Command, parse_flags
-from pipelines.options import GenerateOptions, LogOptions
+from pipelines.options import LogOptions
 from pipelines.store.versions import completed_dataset
 from transforms.errors import NotPublished, input_error_message
 from transforms.files import check_location, check_writable
@@ -257,22 +257,16 @@ def one_line_error(error: BaseException) -> str | None:
     return None if message is None else f"error: {message}"
 
 
-def cli(
-    argv: list[str] | None,
-    run: Callable[[Any, list[str]], str],
-    options_type: type = GenerateOptions,
-    *,
-    command: Command,
-) -> int:
-    """Parses flags into ``options_type``, runs, prints what ``run`` returns.
+def cli(argv: list[str] | None, run: Callable[[Any, list[str]], str], command: Command) -> int:
+    """Parses flags into ``command``'s options (LogOptions last), runs, prints what ``run``
+    returns.
 
-    ``command`` is what --help says about the entry point. An input error (a bad
-    flag included) is one line on stderr and exit code 2; a version its audit gate held
-    back (NotPublished) one line and exit code 3; anything else raises, which prints its
-    traceback and exits with 1.
+    An input error (a bad flag included) is one line on stderr and exit code 2; a version
+    its audit gate held back (NotPublished) one line and exit code 3; anything else raises,
+    which prints its traceback and exits with 1.
     """
     try:
-        (options, log), beam_args = parse_flags(argv, options_type, LogOptions, command=command)
+        (options, log), beam_args = parse_flags(argv, *command.options, command=command)
         log.validate()
         with logging_to(log):
             summary = run(options, beam_args)

@@ -27,7 +27,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
-from pipelines.cli import Command
+from pipelines.cli.commands import TRAIN
 from pipelines.options import TrainOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.store.versions import completed_dataset, read_manifest
@@ -127,28 +127,12 @@ def run(options: TrainOptions, beam_args: list[str] | None = None) -> dict:
     return metrics
 
 
-COMMAND = Command(
-    prog="dmc-train",
-    description=(
-        "Trains and evaluates the paper's models (Baseline-I2C, -C2I, -LinM, the FFNN, a "
-        "text-only FFNN, a bigram language model and Vec2seq+FFNN) on a generated dataset, "
-        "and prints their accuracy on dev and test against chance 1/k (k options) in "
-        "the shape of the paper's Table 3, with Vec2seq+FFNN's captioning scores (CIDEr-D, "
-        "ROUGE-L) as in Table 5; metrics.json, table.txt, captions and the fitted models go to "
-        "--output. Without --image_features an image is represented by concept features "
-        "read off its other captions: an oracle, not vision."
-    ),
-    example="dmc-train --dataset out/mcic-coco --output out/train-coco",
-    manual="docs/trainer.md",
-)
-
-
 def main(argv: list[str] | None = None) -> int:
     def train(options: TrainOptions, beam_args: list[str]) -> str:
         table = report(run(options, beam_args))
         return f"{table}\nmetrics and models written to {options.output}"
 
-    return cli(argv, train, TrainOptions, command=COMMAND)
+    return cli(argv, train, TRAIN)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import dmc_datasets
 from pipelines import evaluate as evaluate_command
 from pipelines import generate as generate_command
 from pipelines.api import command_errors, parsed
+from pipelines.cli.commands import GENERATE
 from pipelines.evaluate import METRICS_FILE
 from pipelines.options import GenerateOptions
 from pipelines.store.versions import read_manifest
@@ -108,7 +109,7 @@ def test_a_bad_value_is_refused_with_the_line_the_command_prints(
     required = {"input": "c.json", "output": tmp_path / "out"}
     if command is evaluate_command:
         required = {"dataset": tmp_path / "d", "images": "i", "output": tmp_path / "out"}
-    function = getattr(dmc_datasets, command.COMMAND.prog.removeprefix("dmc-"))
+    function = getattr(dmc_datasets, command.__name__.removeprefix("pipelines."))
     with pytest.raises(InputError) as raised:
         function(**required, **keywords)
     argv = [f"--{name}={value}" for name, value in required.items()]
@@ -128,9 +129,7 @@ VALUES = {str: "x", int: 7, float: 0.5, bool: True}
 @pytest.mark.parametrize(("old", "option"), RENAMED, ids=[old for old, _ in RENAMED])
 def test_an_earlier_option_name_is_taken_as_the_command_takes_it(old, option, capsys):
     keywords = {"input": "c.json", "output": "out"}
-    (options, _), _ = parsed(
-        generate_command.COMMAND.prog, GenerateOptions, {**keywords, old: VALUES[option.type]}
-    )
+    (options, _), _ = parsed(GENERATE, {**keywords, old: VALUES[option.type]})
     assert getattr(options, option.name) == VALUES[option.type]
     assert f"--{old} is renamed --{option.name}" in capsys.readouterr().err
 

@@ -5,28 +5,22 @@ import importlib
 import importlib.metadata
 import pathlib
 import re
+import subprocess
+import sys
+from collections.abc import Callable
 
 import pytest
 
-from pipelines import (
-    features,
-    generate,
-    make_corpus,
-    optimize,
-    preview,
-    publish,
-    rate,
-    regenerate,
-    train,
-)
+from pipelines import features, generate, make_corpus, publish, train
+from pipelines.cli import commands
 from pipelines.cli.parser import MAX_HELP_WIDTH, shown_choices
-from pipelines.options import FeaturesOptions, GenerateOptions, LogOptions, TrainOptions
+from pipelines.options import GenerateOptions
 from schemas.options import REQUIRED
 
 ENTRY_POINTS = [
-    (generate, "dmc-generate", (GenerateOptions, LogOptions)),
-    (train, "dmc-train", (TrainOptions, LogOptions)),
-    (features, "dmc-features", (FeaturesOptions, LogOptions)),
+    (generate, commands.GENERATE),
+    (train, commands.TRAIN),
+    (features, commands.FEATURES),
 ]
 
 
@@ -50,17 +44,15 @@ def _sections(help_text: str) -> dict[str, list[str]]:
     return sections
 
 
-@pytest.mark.parametrize(("module", "prog", "options_types"), ENTRY_POINTS)
-def test_help_names_the_command_says_what_it_does_and_groups_its_options(
-    module, prog, options_types, capsys
-):
-    text = _help(module, capsys)
+@pytest.mark.parametrize(("module", "command"), ENTRY_POINTS)
+def test_help_names_the_command_says_what_it_does_and_groups_its_options(module, command, capsys):
+    text, prog = _help(module, capsys), command.prog
     words = " ".join(text.split())
     assert text.startswith(f"usage: {prog} --")
-    assert words.startswith(f"usage: {prog} ") and module.COMMAND.description in words
+    assert words.startswith(f"usage: {prog} ") and command.description in words
     assert module.__doc__.splitlines()[0] not in words, "the developer docstring is not help"
     assert f"\nexample:\n  {prog} --" in text
-    fields = [f for options_type in options_types for f in dataclasses.fields(options_type)]
+    fields = [f for options_type in command.options for f in dataclasses.fields(options_type)]
     headings = [title for title in _sections(text) if title not in ("options", "example")]
     assert headings == list(dict.fromkeys(f.metadata["group"] for f in fields))
     assert "(default: )" not in words
@@ -70,29 +62,13 @@ def test_help_names_the_command_says_what_it_does_and_groups_its_options(
     assert words.count("(required)") == sum(f.default is REQUIRED for f in fields)
     assert "Any other flag is passed to Apache Beam as a pipeline option" in words
     assert "--runner DataflowRunner" in words and "(did you mean --seed?)" in words
-    assert f"The manual documents it all: {module.COMMAND.manual}." in words
+    assert f"The manual documents it all: {command.manual}." in words
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        *(
-            m.COMMAND
-            for m in (
-                generate,
-                make_corpus,
-                optimize,
-                preview,
-                publish,
-                regenerate,
-                train,
-                features,
-            )
-        ),
-        *(rate.EXPORT, rate.IMPORT, rate.FILTER),
-    ],
-    ids=lambda command: command.prog,
-)
+COMMANDS = [value for value in vars(commands).values() if isinstance(value, commands.Command)]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda command: command.prog)
 def test_the_manual_pages_help_names_exist(command):
     root = pathlib.Path(__file__).resolve().parent.parent
     pages = re.findall(r"docs/[\w/]+(?:\.md)?", command.manual)
@@ -101,15 +77,15 @@ def test_the_manual_pages_help_names_exist(command):
         assert (root / page).exists(), page
 
 
-@pytest.mark.parametrize(("module", "prog", "options_types"), ENTRY_POINTS)
-def test_every_option_is_listed_once_under_its_own_group(module, prog, options_types, capsys):
+@pytest.mark.parametrize(("module", "command"), ENTRY_POINTS)
+def test_every_option_is_listed_once_under_its_own_group(module, command, capsys):
     listed = [
         (flag, heading)
         for heading, flags in _sections(_help(module, capsys)).items()
         for flag in flags
     ]
     flags = [flag for flag, _ in listed]
-    for options_type in options_types:
+    for options_type in command.options:
         for option in dataclasses.fields(options_type):
             assert flags.count(f"--{option.name}") == 1, option.name
             assert (f"--{option.name}", option.metadata["group"]) in listed, option.name
@@ -121,28 +97,67 @@ def test_make_corpus_help_does_not_promise_beam_options(capsys):
     assert "Apache Beam" not in words and "(did you mean --seed?)" in words
 
 
-def _console_scripts() -> list[tuple[str, str]]:
-    """(command, module) of every console script setup.py installs."""
+def _console_scripts() -> dict[str, Callable[[list[str]], int]]:
+    """Every console script setup.py installs: its name -> its entry point."""
     setup = (pathlib.Path(__file__).resolve().parent.parent / "setup.py").read_text()
-    return re.findall(r'"(dmc-[\w-]+) = (pipelines\.\w+):main"', setup)
+    return {
+        name: importlib.metadata.EntryPoint(name, value, "console_scripts").load()
+        for name, value in re.findall(r'"(dmc-[\w-]+) = ([\w.:]+)"', setup)
+    }
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        *([module, "--help"] for _, module in _console_scripts()),
-        *(["pipelines.rate", command, "--help"] for command in rate.SUBCOMMANDS),
-    ],
-    ids=" ".join,
-)
+SCRIPTS = _console_scripts()
+# the argv of every command with options of its own: each script, dmc-rate's subcommands
+HELP_COMMANDS = [
+    *([name] for name in SCRIPTS if name != "dmc-rate"),
+    *(["dmc-rate", subcommand] for subcommand in commands.RATE),
+]
+
+
+def _script_help(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exited:
+        SCRIPTS[argv[0]]([*argv[1:], "--help"])
+    assert exited.value.code == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", HELP_COMMANDS, ids=" ".join)
 def test_no_help_line_is_wider_than_one_reads_even_in_a_wide_terminal(argv, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")
-    with pytest.raises(SystemExit) as exited:
-        importlib.import_module(argv[0]).main(argv[1:])
-    assert exited.value.code == 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = _script_help(argv, capsys).splitlines()
     assert len(lines) > 5
     assert max(map(len, lines)) <= MAX_HELP_WIDTH, max(lines, key=len)
+
+
+@pytest.mark.parametrize("argv", [*HELP_COMMANDS, ["dmc-rate"]], ids=" ".join)
+def test_a_scripts_help_is_the_help_its_module_gives(argv, capsys):
+    """The script answers --help before importing the module that runs the command: the
+    options it lists must be those the module's main parses."""
+    module = next(c.module for c in COMMANDS if c.prog.split()[0] == argv[0])
+    with pytest.raises(SystemExit) as exited:
+        importlib.import_module(module).main([*argv[1:], "--help"])
+    assert exited.value.code == 0
+    module_help = capsys.readouterr().out
+    assert _script_help(argv, capsys) == module_help
+
+
+HELP_ALONE = """
+import contextlib, io, sys
+from pipelines.cli import commands
+for argv in ARGVS:
+    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
+        getattr(commands, argv[0].removeprefix("dmc-").replace("-", "_"))([*argv[1:], "--help"])
+print(sorted(set(sys.modules) & {*MODULES, "torch", "gensim", "nltk", "sklearn", "transformers"}))
+"""
+
+
+def test_help_imports_neither_the_command_nor_pytorch_gensim_or_nltk():
+    """What makes --help take a moment rather than seconds (benchmarks/help.py)."""
+    modules = sorted({command.module for command in COMMANDS})
+    code = HELP_ALONE.replace("ARGVS", repr(HELP_COMMANDS)).replace("MODULES", repr(modules))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_long_list_of_choices_is_listed_in_the_help_not_the_usage():
@@ -162,19 +177,11 @@ def test_the_manual_names_every_console_script():
     assert "dmc-generate" in scripts and [s for s in scripts if f"`{s}`" not in manual] == []
 
 
-HELP_COMMANDS = [
-    *([module] for _, module in _console_scripts() if module != "pipelines.rate"),
-    *(["pipelines.rate", command] for command in rate.SUBCOMMANDS),
-]
-
-
 @pytest.mark.parametrize("argv", HELP_COMMANDS, ids=" ".join)
 def test_every_command_shares_one_help_layout(argv, capsys):
     """usage naming the command and its required flags, what it does, an example, the
     options under their groups' headings, and the manual's page last."""
-    with pytest.raises(SystemExit):
-        importlib.import_module(argv[0]).main([*argv[1:], "--help"])
-    text = capsys.readouterr().out
+    text = _script_help(argv, capsys)
     assert re.match(r"usage: dmc-[\w-]+( \w+)? --\w+ [A-Z_]+ ", text), text[:200]
     sections = _sections(text)
     assert "example" in sections and "options" in sections

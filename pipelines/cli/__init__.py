@@ -1,5 +1,6 @@
-"""The command line every entry point shares: the parser and Command (parser.py) and the
-manual's option tables (tables.py), all derived from pipelines/options/.
+"""The command line every entry point shares: the parser and Command (parser.py), every
+dmc-* command and its console script (commands.py) and the manual's option tables
+(tables.py), all derived from pipelines/options/.
 
 Imports point one way: pipelines.cli reads pipelines.options, never the reverse.
 """

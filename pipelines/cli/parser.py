@@ -73,13 +73,15 @@ NO_OTHER_OPTIONS = (
 
 @dataclass(frozen=True)
 class Command:
-    """What ``--help`` says about an entry point besides its options.
+    """An entry point: what ``--help`` says about it, its options and the module that runs it.
 
     ``prog`` is the entry point's console script in setup.py: the help names the
     command users install and type, also when it runs as ``python -m pipelines.<module>``.
     """
 
     prog: str
+    module: str  # pipelines.<name>, whose main(argv) runs the command
+    options: tuple[type, ...]  # the options types its flags parse into, in order
     description: str  # one paragraph for users (the module docstring is for developers)
     example: str  # a short command line
     manual: str  # the docs/ page that documents it and its options
