@@ -65,10 +65,7 @@ def test_help_names_the_command_says_what_it_does_and_groups_its_options(module,
     assert f"The manual documents it all: {command.manual}." in words
 
 
-COMMANDS = [value for value in vars(commands).values() if isinstance(value, commands.Command)]
-
-
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda command: command.prog)
+@pytest.mark.parametrize("command", commands.COMMANDS, ids=lambda command: command.prog)
 def test_the_manual_pages_help_names_exist(command):
     root = pathlib.Path(__file__).resolve().parent.parent
     pages = re.findall(r"docs/[\w/]+(?:\.md)?", command.manual)
@@ -133,7 +130,7 @@ def test_no_help_line_is_wider_than_one_reads_even_in_a_wide_terminal(argv, caps
 def test_a_scripts_help_is_the_help_its_module_gives(argv, capsys):
     """The script answers --help before importing the module that runs the command: the
     options it lists must be those the module's main parses."""
-    module = next(c.module for c in COMMANDS if c.prog.split()[0] == argv[0])
+    module = next(c.module for c in commands.COMMANDS if c.prog.split()[0] == argv[0])
     with pytest.raises(SystemExit) as exited:
         importlib.import_module(module).main([*argv[1:], "--help"])
     assert exited.value.code == 0
@@ -153,7 +150,7 @@ print(sorted(set(sys.modules) & {*MODULES, "torch", "gensim", "nltk", "sklearn",
 
 def test_help_imports_neither_the_command_nor_pytorch_gensim_or_nltk():
     """What makes --help take a moment rather than seconds (benchmarks/help.py)."""
-    modules = sorted({command.module for command in COMMANDS})
+    modules = sorted({command.module for command in commands.COMMANDS})
     code = HELP_ALONE.replace("ARGVS", repr(HELP_COMMANDS)).replace("MODULES", repr(modules))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

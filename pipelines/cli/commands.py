@@ -221,6 +221,18 @@ FILTER = Command(
 
 RATE = {"export": EXPORT, "import": IMPORT, "filter": FILTER}
 RATE_USAGE = "usage: dmc-rate {export,import,filter} [option ...]"
+COMMANDS = (
+    EVALUATE,
+    FEATURES,
+    GENERATE,
+    MAKE_CORPUS,
+    OPTIMIZE,
+    PREVIEW,
+    PUBLISH,
+    REGENERATE,
+    TRAIN,
+    *RATE.values(),
+)
 
 
 def rate_overview() -> str:
