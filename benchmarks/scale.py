@@ -69,10 +69,13 @@ STAGES = (
     ("driver/inputs_ms", "input checksums"),
     ("read/read_ms", "reading"),
     ("pv/train_ms", "PV training"),
+    ("load/pv_model_ms", "PV model loads"),
     ("pv/infer_ms", "PV inference"),
+    ("load/sentence_encoder_ms", "encoder loads"),
     ("sentences/encode_ms", "sentence encoder"),
     ("corpus/encode_and_write_ms", "corpus n-grams + write"),
     ("index/build_ms", "index build"),
+    ("load/corpus_ms", "corpus loads"),
     ("neighbourhoods/search_ms", "neighbour search"),
     ("decoys/choose_ms", "scoring + choice"),
     ("decoys/allowed_pairs_ms", "allowed pairs"),
@@ -94,6 +97,9 @@ ONE_PROCESS = {
     "driver/audit_ms",
     "driver/card_and_inventory_ms",
 }
+# What each worker process pays once, whatever the worker count: loading the corpus or a
+# model into its Shared handle (transforms.progress.timed_load). More workers do not shrink it.
+PER_WORKER = {"load/corpus_ms", "load/sentence_encoder_ms", "load/pv_model_ms"}
 
 
 def timed_steps(manifest: dict) -> dict[str, int]:
@@ -103,22 +109,25 @@ def timed_steps(manifest: dict) -> dict[str, int]:
 
 def amdahl(metrics: dict, wall: float, workers: int) -> dict:
     """Busy seconds in one process and in parallel stages, and the wall time projected for
-    more workers: T(w) = rest + one-process + parallel / w, where ``rest`` (what no stage
-    counter times: starting the workers, moving elements between stages, the runner's own
-    work) is taken not to shrink at all, so the projection is pessimistic.
+    more workers: T(w) = rest + one-process + a worker's loads + the other parallel / w,
+    where ``rest`` (what no stage counter times: starting the workers, moving elements
+    between stages, the runner's own work) is taken not to shrink at all, so the projection
+    is pessimistic.
 
-    >>> projection = amdahl({"pv/train_ms": 10_000, "neighbourhoods/search_ms": 80_000}, 70, 2)
+    >>> busy = {"pv/train_ms": 10_000, "neighbourhoods/search_ms": 76_000, "load/corpus_ms": 4_000}
+    >>> projection = amdahl(busy, 70, 2)
     >>> projection["share"], projection["rest"], round(projection[8]), round(projection[40])
-    (0.1111111111111111, 20.0, 40, 32)
+    (0.1111111111111111, 20.0, 42, 34)
     """
     timed = {key: metrics.get(key, 0) / 1000 for key, _ in STAGES}
     serial = sum(seconds for key, seconds in timed.items() if key in ONE_PROCESS)
     parallel = sum(seconds for key, seconds in timed.items() if key not in ONE_PROCESS)
+    loads = sum(seconds for key, seconds in timed.items() if key in PER_WORKER) / workers
     rest = max(0.0, wall - serial - parallel / workers)
     projection = {"serial": serial, "parallel": parallel, "rest": rest}
     projection["share"] = serial / (serial + parallel) if serial + parallel else 0.0
     for count in (8, 40):
-        projection[count] = rest + serial + parallel / count
+        projection[count] = rest + serial + loads + (parallel - loads * workers) / count
     return projection
 
 

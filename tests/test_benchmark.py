@@ -72,6 +72,12 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     assert run[header.index("scoring + choice")] == "-"  # an mcic stage
     for stage in ("set forming", "reading", "writing", "statistics", "text-only audit"):
         assert re.fullmatch(r"\d+s", run[header.index(stage)]), stage
+    # each worker loads the corpus and the encoder at most once (Beam's Shared keeps alive the
+    # last object a process acquired, and the stages that share one follow each other); the
+    # loads have rows of their own
+    for load in ("corpus", "sentence_encoder"):
+        assert 1 <= counters[f"load/{load}"] <= 2 and counters[f"load/{load}_ms"] >= 0, load
+    assert re.fullmatch(r"\d+s", run[header.index("encoder loads")])
     assert re.fullmatch(r"\d+\.\d min", run[-2]) and re.fullmatch(r"\d+\.\d GiB", run[-1])
 
     assert ["run", "split", "captions", "targets", "coverage", "instances"] in [

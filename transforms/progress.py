@@ -122,6 +122,16 @@ def timed(namespace: str, name: str):
         Metrics.counter(namespace, f"{name}_ms").inc(int(elapsed.seconds * 1000))
 
 
+@contextmanager
+def timed_load(what: str):
+    """A worker's load of ``what`` (the corpus, a model) for a ``Shared`` handle: counted in
+    ``load/<what>`` and timed in ``load/<what>_ms``. Each worker pays it once, or again
+    whenever Beam's Shared let the object go; the benchmark gives it a row of its own."""
+    Metrics.counter("load", what).inc()
+    with timed("load", what) as elapsed:
+        yield elapsed
+
+
 def timed_items(namespace: str, name: str, items: Iterable[T]) -> Iterator[T]:
     """``items``, the time spent making them added to ``<name>_ms`` as :func:`timed` does:
     a generator's own time, not that of the fused stages its items go on to."""

@@ -27,7 +27,7 @@ from apache_beam.utils.shared import Shared
 from schemas.layout import CAPTIONS_FILE, INFERRED_DIRECTORY, TRAINED_ROWS_FILE, corpus_file
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.files import read_file, write_file
-from transforms.progress import Progress, timed
+from transforms.progress import Progress, timed, timed_load
 from transforms.seeds import keyed_rng
 
 if TYPE_CHECKING:
@@ -116,15 +116,16 @@ class Inference:
 
 
 def load_inference(directory: str, model: str) -> Inference:
-    table = pq.read_table(
-        io.BytesIO(read_file(corpus_file(directory, CAPTIONS_FILE))),
-        columns=["caption_id", "text"],
-    )
-    trained = np.load(io.BytesIO(read_file(FileSystems.join(directory, TRAINED_ROWS_FILE))))
-    rows = pa.array(rows_to_infer(trained, table.num_rows))
-    table = table.take(rows)
-    logging.info("loaded PV model %s to infer %d captions' vectors", model, table.num_rows)
-    return Inference(load_model(model), table.column("caption_id"), table.column("text"))
+    with timed_load("pv_model"):
+        table = pq.read_table(
+            io.BytesIO(read_file(corpus_file(directory, CAPTIONS_FILE))),
+            columns=["caption_id", "text"],
+        )
+        trained = np.load(io.BytesIO(read_file(FileSystems.join(directory, TRAINED_ROWS_FILE))))
+        rows = pa.array(rows_to_infer(trained, table.num_rows))
+        table = table.take(rows)
+        logging.info("loaded PV model %s to infer %d captions' vectors", model, table.num_rows)
+        return Inference(load_model(model), table.column("caption_id"), table.column("text"))
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from transforms.corpus.store import (
     split_codes,
 )
 from transforms.memory import release_freed_memory
-from transforms.progress import Progress, timed
+from transforms.progress import Progress, timed, timed_load
 
 
 class Neighbourhood(NamedTuple):
@@ -97,16 +97,17 @@ def make_pool(corpus: Corpus, rows: np.ndarray, index: faiss.Index) -> Pool:
 def load_searchable(
     directory: str, decoy_pool: str, config: faiss_index.IndexConfig
 ) -> SearchableCorpus:
-    corpus = load_corpus(directory, embeddings=False)
-    pools = {
-        pool: make_pool(
-            corpus,
-            rows,
-            faiss_index.read_index(index_file(directory, pool), config),
-        )
-        for pool, rows in corpus.pools(decoy_pool).items()
-    }
-    return SearchableCorpus(corpus=corpus, pools=pools)
+    with timed_load("corpus"):
+        corpus = load_corpus(directory, embeddings=False)
+        pools = {
+            pool: make_pool(
+                corpus,
+                rows,
+                faiss_index.read_index(index_file(directory, pool), config),
+            )
+            for pool, rows in corpus.pools(decoy_pool).items()
+        }
+        return SearchableCorpus(corpus=corpus, pools=pools)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from transforms.corpus.inference import row_ranges
 from transforms.corpus.store import CorpusRef, read_caption_table, read_npy
 from transforms.errors import InputError
 from transforms.files import delete_folder, write_file
-from transforms.progress import Progress, timed
+from transforms.progress import Progress, timed, timed_load
 from transforms.threads import limit_torch
 
 BATCH = 2048  # captions between progress updates (the encoder batches them by length itself)
@@ -102,8 +102,9 @@ class SharedEncoder:
 
     def acquire(self, directory: str) -> Encoding:
         def load() -> Encoding:
-            originals = read_caption_table(directory, ["original"]).column("original")
-            return Encoding(load_encoder(self.spec.model, self.spec.family), originals)
+            with timed_load("sentence_encoder"):
+                originals = read_caption_table(directory, ["original"]).column("original")
+                return Encoding(load_encoder(self.spec.model, self.spec.family), originals)
 
         return self.shared.acquire(load, tag=f"{directory}|{self.spec}")
 
