@@ -20,7 +20,7 @@ from transforms.vision.drawing import write_images
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        [args], _ = parse_flags(argv, *MAKE_CORPUS.options, command=MAKE_CORPUS)
+        [args], _ = parse_flags(argv, command=MAKE_CORPUS)
         args.validate()
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -119,9 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     time_now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     try:
-        (regenerate_options, options, log), beam_args = parse_flags(
-            argv, *REGENERATE.options, command=REGENERATE
-        )
+        (regenerate_options, options, log), beam_args = parse_flags(argv, command=REGENERATE)
     except Exception as error:
         print(f"{time_now} regenerate: {one_line_error(error)}")
         return 2

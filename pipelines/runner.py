@@ -266,7 +266,7 @@ def cli(argv: list[str] | None, run: Callable[[Any, list[str]], str], command: C
     which prints its traceback and exits with 1.
     """
     try:
-        (options, log), beam_args = parse_flags(argv, *command.options, command=command)
+        (options, log), beam_args = parse_flags(argv, command=command)
         log.validate()
         with logging_to(log):
             summary = run(options, beam_args)

@@ -1,8 +1,8 @@
 """Every dmc-* command: what its --help says, the options it reads and the module that runs it.
 
 setup.py's console scripts point here. A command's --help is answered from its options alone
-(pipelines/options/), before its module is imported: a first look at a command then takes
-a moment, not the seconds that the module's PyTorch, gensim and faiss take to import.
+(pipelines/options/), before the module that runs it is imported, so a first look at a
+command waits for nothing the command itself needs (benchmarks/help.py times it).
 """
 
 import importlib

@@ -295,11 +295,14 @@ def flags_parser(command: Command | None, *options_types: type) -> StrictParser:
 def parse_flags(
     argv: list[str] | None, *options_types: type, command: Command | None = None
 ) -> tuple[list[Any], list[str]]:
-    """Our flags -> one instance per type; the rest must be Beam pipeline options.
+    """Our flags -> one instance per type (by default ``command``'s options); the rest must
+    be Beam pipeline options.
 
     A flag that is neither ours nor Beam's is refused (Beam alone would only log a warning
     and run with the default), and so is a Beam flag for a ``command`` that runs no pipeline.
     """
+    if not options_types and command is not None:
+        options_types = command.options
     parser = flags_parser(command, *options_types)
     known, beam_args = parser.parse_known_args(argv)
     if command is None or command.beam:
