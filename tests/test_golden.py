@@ -8,7 +8,9 @@ files, statistics, cards and plots are hashed as written. Only what legitimately
 differs between two runs of the same code is normalised first, file by file:
 
 - ``manifest.json``: its creation time, the code's commit and package versions, the
-  ``*_ms`` timing counters, the temporary input and output paths, and the listed
+  ``*_ms`` timing counters and the ``load/`` counts (how often a worker loaded the corpus
+  or a model, which the runner's placement of work decides), the temporary input and
+  output paths, and the listed
   size and sha256 of the two files below (whose content is checked normalised);
 - ``dataset/README.md`` (the version's card) and ``README.md`` (the root's, the same card):
   the Python and package versions and the git commit they name;
@@ -50,6 +52,7 @@ from schemas.layout import (
     STATISTICS_FILE,
 )
 from tests.support.versions import TINY_ENCODER
+from transforms.progress import LOAD
 from transforms.report.card import CARD_FILE
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "synthetic_outputs.json")
@@ -79,10 +82,11 @@ def relocated(value, places: dict[str, str]):
 
 
 def normalised_manifest(manifest: dict) -> dict:
-    """The manifest without the run's time, code identity, timings, and the size and checksum
-    of the files that name the code or the run (a model's log: paths and times)."""
-    metrics = {
-        name: NORMALISED if name.endswith("_ms") else count
+    """The manifest without the run's time, code identity, timings, the workers' loads, and the
+    size and checksum of the files that name the code or the run (a model's log: paths and
+    times)."""
+    metrics = {  # times, and how often workers loaded the corpus or a model: the runner's
+        name: NORMALISED if name.endswith("_ms") or name.startswith(f"{LOAD}/") else count
         for name, count in manifest["metrics"].items()
     }
     files = [

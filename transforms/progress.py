@@ -122,13 +122,16 @@ def timed(namespace: str, name: str):
         Metrics.counter(namespace, f"{name}_ms").inc(int(elapsed.seconds * 1000))
 
 
+LOAD = "load"  # the counters' namespace of the workers' loads: how the runner placed work
+
+
 @contextmanager
 def timed_load(what: str):
     """A worker's load of ``what`` (the corpus, a model) for a ``Shared`` handle: counted in
     ``load/<what>`` and timed in ``load/<what>_ms``. Each worker pays it once, or again
     whenever Beam's Shared let the object go; the benchmark gives it a row of its own."""
-    Metrics.counter("load", what).inc()
-    with timed("load", what) as elapsed:
+    Metrics.counter(LOAD, what).inc()
+    with timed(LOAD, what) as elapsed:
         yield elapsed
 
 
