@@ -59,6 +59,7 @@ from transforms.corpus.index import build_index
 from transforms.corpus.store import load_corpus
 from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
+from transforms.progress import LOAD
 from transforms.strategies.invariants import no_decoy_describes_the_image
 from transforms.strategies.registry import STRATEGIES
 
@@ -99,7 +100,7 @@ ONE_PROCESS = {
 }
 # What each worker process pays once, whatever the worker count: loading the corpus or a
 # model into its Shared handle (transforms.progress.timed_load). More workers do not shrink it.
-PER_WORKER = {"load/corpus_ms", "load/sentence_encoder_ms", "load/pv_model_ms"}
+PER_WORKER = {key for key, _ in STAGES if key.startswith(f"{LOAD}/")}
 
 
 def timed_steps(manifest: dict) -> dict[str, int]:
@@ -122,12 +123,12 @@ def amdahl(metrics: dict, wall: float, workers: int) -> dict:
     timed = {key: metrics.get(key, 0) / 1000 for key, _ in STAGES}
     serial = sum(seconds for key, seconds in timed.items() if key in ONE_PROCESS)
     parallel = sum(seconds for key, seconds in timed.items() if key not in ONE_PROCESS)
-    loads = sum(seconds for key, seconds in timed.items() if key in PER_WORKER) / workers
+    loads = sum(seconds for key, seconds in timed.items() if key in PER_WORKER)
     rest = max(0.0, wall - serial - parallel / workers)
     projection = {"serial": serial, "parallel": parallel, "rest": rest}
     projection["share"] = serial / (serial + parallel) if serial + parallel else 0.0
     for count in (8, 40):
-        projection[count] = rest + serial + loads + (parallel - loads * workers) / count
+        projection[count] = rest + serial + loads / workers + (parallel - loads) / count
     return projection
 
 
