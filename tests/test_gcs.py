@@ -59,6 +59,20 @@ def _download(client: storage.Client, prefix: str, destination: pathlib.Path) ->
         blob.download_to_filename(str(target))
 
 
+def test_a_client_stopped_mid_upload_does_not_stall_the_others(gcs):
+    """A run stopped by SIGSTOP can be mid-request; the server must still answer the rest."""
+    client, environment = gcs
+    host, port = environment["STORAGE_EMULATOR_HOST"].removeprefix("http://").split(":")
+    upload = f"/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=stalled"
+    with socket.create_connection((host, int(port))) as stalled:
+        stalled.sendall(f"POST {upload} HTTP/1.1\r\nHost: {host}\r\n".encode())
+        stalled.sendall(b"Content-Length: 1000\r\n\r\n" + b"x" * 10)  # 990 bytes never come
+        blob = client.bucket(BUCKET).blob("answered")
+        blob.upload_from_string(b"yes", timeout=10, retry=None)
+        assert blob.download_as_bytes(timeout=10, retry=None) == b"yes"
+        assert "answered" in {b.name for b in client.list_blobs(BUCKET, timeout=10, retry=None)}
+
+
 @pytest.mark.slow
 def test_generate_reads_gcs_and_writes_the_local_runs_bytes_to_gcs(
     gcs, corpus_in_bucket, small_dataset, tmp_path

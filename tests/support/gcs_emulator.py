@@ -8,7 +8,10 @@ worker's metadata server does (project id, service account, access token),
 so the real credential path runs instead of ~20 s of retries and an
 anonymous fallback. The emulator ignores GCS's generation-match
 preconditions, which version claims rely on (``pipelines/store/claims.py``);
-:func:`honour_preconditions` adds them to its insert and delete handlers.
+:func:`_serialise_handlers` adds them to its insert and delete handlers.
+The emulator's own server answers one request at a time, so a client
+stopped mid-request stalls every other; it is served here threaded, with
+storage access serialised once each request's body is in.
 """
 
 import json
@@ -16,13 +19,14 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from gcp_storage_emulator import server
 from gcp_storage_emulator.exceptions import NotFound
 from gcp_storage_emulator.handlers import objects
-from gcp_storage_emulator.server import create_server
+from gcp_storage_emulator.storage import Storage
 
 PROJECT = "dmc-test-project"
 EMAIL = f"worker@{PROJECT}.iam.gserviceaccount.com"
@@ -83,7 +87,7 @@ class _RefusingHandler(BaseHTTPRequestHandler):
         pass
 
 
-_PRECONDITIONS = threading.Lock()  # a check and its write are one step, as on GCS
+_STORAGE = threading.Lock()  # one request at a time in storage; a check and its write are one step
 
 
 def _generation(request, storage) -> str:
@@ -97,35 +101,43 @@ def _generation(request, storage) -> str:
         return "0"
 
 
-def _with_precondition(handler):
+def _one_at_a_time(handler, *, preconditions: bool):
+    """Reads the request's body, then runs ``handler`` alone on the storage.
+
+    The body is read before the lock is taken, and the response is written
+    after it is released (by the emulator's router): a client stopped
+    mid-request (``SIGSTOP`` in test_gcs) then holds only its own thread,
+    never the other clients' requests.
+    """
+
     def handle(request, response, storage, *args, **kwargs):
-        wanted = request.query.get("ifGenerationMatch")
-        with _PRECONDITIONS:
+        request.data  # noqa: B018 -- reads the body from the socket
+        wanted = request.query.get("ifGenerationMatch") if preconditions else None
+        with _STORAGE:
             if wanted and _generation(request, storage) != wanted[0]:
                 response.status = HTTPStatus.PRECONDITION_FAILED
                 response.json({"error": {"code": 412, "message": "conditionNotMet"}})
                 return None
             return handler(request, response, storage, *args, **kwargs)
 
+    handle.one_at_a_time = True
     return handle
 
 
-def honour_preconditions() -> None:
-    """Makes the emulator's object insert and delete honour ``ifGenerationMatch``."""
-    if getattr(objects.insert, "honours_preconditions", False):
-        return
-    replaced = {}
-    for name in ("insert", "delete"):
-        original = getattr(objects, name)
-        replaced[original] = _with_precondition(original)
-        replaced[original].honours_preconditions = True
-        setattr(objects, name, replaced[original])
+def _serialise_handlers() -> None:
+    """Makes every emulator handler safe on a threaded server, and insert and
+    delete honour ``ifGenerationMatch``."""
+    preconditioned = {objects.insert, objects.delete}
     for _, handlers in server.HANDLERS:
         for method, handler in handlers.items():
-            handlers[method] = replaced.get(handler, handler)
+            if not getattr(handler, "one_at_a_time", False):
+                handlers[method] = _one_at_a_time(handler, preconditions=handler in preconditioned)
+    # the router falls back to objects.insert for uploads posted without /upload
+    if not getattr(objects.insert, "one_at_a_time", False):
+        objects.insert = _one_at_a_time(objects.insert, preconditions=True)
 
 
-def _serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+def _serve(handler) -> ThreadingHTTPServer:
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -140,20 +152,19 @@ def gcs_servers() -> Iterator[dict[str, str]]:
     user without permission sees.
     """
     logging.getLogger("gcp_storage_emulator").setLevel(logging.ERROR)
-    honour_preconditions()
+    _serialise_handlers()
     metadata, refusing = _serve(_MetadataHandler), _serve(_RefusingHandler)
-    storage = create_server("127.0.0.1", 0, in_memory=True)
-    storage.start()
+    storage = _serve(partial(server.RequestHandler, Storage(use_memory_fs=True)))
     metadata_host = f"127.0.0.1:{metadata.server_address[1]}"
     try:
         yield {
-            "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{storage._api._httpd.server_address[1]}",
+            "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{storage.server_address[1]}",
             "REFUSING_STORAGE_HOST": f"http://127.0.0.1:{refusing.server_address[1]}",
             "GCE_METADATA_HOST": metadata_host,
             "GCE_METADATA_IP": metadata_host,
             "GOOGLE_CLOUD_PROJECT": PROJECT,
         }
     finally:
-        storage.stop()
-        metadata.shutdown()
-        refusing.shutdown()
+        for running in (storage, metadata, refusing):
+            running.shutdown()
+            running.server_close()
