@@ -100,6 +100,10 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     [recorded] = json.loads((tmp_path / "benchmark" / scale.RESULTS_FILE).read_text()).values()
     [projection] = [row for row in stages if row[0] == run[0] and len(row) == 8]
     busy = {key: value / 1000 for key, value in scale.timed_steps(manifest).items()}
+    # every step the run timed has a row: none is left among the uncounted time
+    assert {key for key in busy if key.endswith("_ms")} <= {key for key, _ in scale.STAGES}
+    steps_timed_since = ("closed_sets/selections", "instances/build", "spill/write", "spill/read")
+    assert {f"{step}_ms" for step in steps_timed_since} <= set(busy)
     busy = {key: busy.get(key, 0) for key, _ in scale.STAGES}
     assert busy["driver/audit_ms"] > 0 and busy["read/read_ms"] > 0 and busy["write/write_ms"] > 0
     serial = sum(seconds for key, seconds in busy.items() if key in scale.ONE_PROCESS)

@@ -17,6 +17,7 @@ always materialise it), so :class:`ThroughFiles` merges PCollections by their pi
 
 import io
 import pickle
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
@@ -29,12 +30,16 @@ from apache_beam.transforms.window import GlobalWindows
 
 from transforms.files import delete_folder, unfenced, write_file
 from transforms.memory import packed
+from transforms.progress import timed_items
 
 # What a worker holds before it writes a file: 64 MB keeps a worker's share small and the
 # files few (a 3.3M-caption run's 1.8 GB of leftovers in about 30 files, not one per key).
 FILE_BYTES = 64 << 20
 # ThroughFiles cuts each file into this many pieces, which the workers read apart.
 SPREAD = 16
+# The counters' namespace of the time spent packing, writing and reading spilled values
+# (``spill/write_ms``, ``spill/read_ms``), where no stage of their own times them.
+SPILL = "spill"
 
 
 class Piece(NamedTuple):
@@ -54,27 +59,33 @@ class _Spill(beam.DoFn):
     def __init__(self, name: str, fence: Callable[[], None]):
         self._fence = fence
         self._files = Metrics.counter("spilled", name)
+        self._writing = Metrics.counter(SPILL, "write_ms")
 
     def start_bundle(self):
         self._held: dict[Any, list[bytes]] = {}
-        self._bytes, self._folder = 0, None
+        self._bytes, self._folder, self._seconds = 0, None, 0.0
 
     def process(self, keyed: tuple[Any, Any], folder: str):
+        started = time.monotonic()
         key, value = keyed
         data = packed(value)
         self._held.setdefault(key, []).append(data)
         self._bytes += len(data)
         self._folder = folder
-        if self._bytes >= FILE_BYTES:
-            yield from self._written()
+        pieces = self._written() if self._bytes >= FILE_BYTES else []
+        self._seconds += time.monotonic() - started
+        yield from pieces
 
     def finish_bundle(self):
-        for keyed in self._written():
+        started = time.monotonic()
+        pieces = self._written()
+        self._writing.inc(int((self._seconds + time.monotonic() - started) * 1000))
+        for keyed in pieces:
             yield GlobalWindows.windowed_value(keyed)
 
-    def _written(self) -> Iterator[tuple[Any, Piece]]:
+    def _written(self) -> list[tuple[Any, Piece]]:
         if not self._held:
-            return
+            return []
         self._fence()  # a run whose claim was taken over writes nothing more
         path = FileSystems.join(self._folder, f"{uuid.uuid4().hex}.pickles")
         runs, pieces, start = [], [], 0
@@ -86,7 +97,7 @@ class _Spill(beam.DoFn):
         write_file(path, b"".join(runs))
         self._files.inc()
         self._held, self._bytes = {}, 0
-        yield from pieces
+        return pieces
 
 
 class SpillToFiles(beam.PTransform):
@@ -114,6 +125,10 @@ def read_spilled(pieces: Iterable[Piece]) -> Iterator[Any]:
             stream = io.BytesIO(f.read(piece.size))
         while stream.tell() < piece.size:
             yield pickle.load(stream)
+
+
+def _read_piece(keyed: tuple[int, Piece]) -> Iterator[Any]:
+    return timed_items(SPILL, "read", read_spilled([keyed[1]]))
 
 
 class _Dealt(beam.DoFn):
@@ -151,7 +166,7 @@ class ThroughFiles(beam.PTransform):
             pieces
             | "Pieces" >> beam.Flatten()
             | "Spread" >> beam.Reshuffle()
-            | "Read" >> beam.FlatMap(lambda keyed: read_spilled([keyed[1]]))
+            | "Read" >> beam.FlatMap(_read_piece)
         )
         _ = elements | "Remove" >> RemoveAfter(self._folder)
         return elements

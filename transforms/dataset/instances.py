@@ -4,6 +4,7 @@ import apache_beam as beam
 import numpy as np
 
 from schemas.records import Selection
+from transforms.progress import TimedMap
 from transforms.seeds import keyed_rng
 
 
@@ -62,4 +63,6 @@ class BuildInstances(beam.PTransform):
         self._seed = seed
 
     def expand(self, selections):
-        return selections | "Shuffle options" >> beam.Map(build_instance, seed=self._seed)
+        return selections | "Shuffle options" >> beam.ParDo(
+            TimedMap("instances", "build", build_instance, seed=self._seed)
+        )

@@ -18,9 +18,9 @@ from apache_beam.metrics import Metrics
 from schemas.layout import EDGES_DIRECTORY
 from schemas.records import Selection
 from transforms.corpus.neighbours import SharedCorpus
-from transforms.progress import Progress, timed
+from transforms.progress import Progress, timed, timed_items
 from transforms.seeds import keyed_int
-from transforms.spill import Piece, RemoveAfter, SpillToFiles, read_spilled
+from transforms.spill import SPILL, Piece, RemoveAfter, SpillToFiles, read_spilled
 from transforms.strategies.closed_sets.cliques import COVERED, border_sets
 from transforms.strategies.closed_sets.grants import CAPACITY, Room
 from transforms.strategies.closed_sets.grouping import form_sets
@@ -111,7 +111,8 @@ class _FormSets(beam.DoFn):
         corpus, pool = searchable.corpus, searchable.pools[split]
         if self._scratch is None:
             self._scratch = corpus.ngrams.scratch()
-        edges = merged(read_spilled(pieces))
+        with timed(SPILL, "read"):
+            edges = merged(read_spilled(pieces))
         rows = edges.targets
         if len(rows) > self._shard_size:
             self._oversized.inc(len(rows))
@@ -139,8 +140,12 @@ class _FormSets(beam.DoFn):
             sets = np.concatenate([sets, np.searchsorted(rows, extra)])
         self._sets.inc(len(sets))
         self._progress.advance(1)
-        yield from set_selections(
-            corpus, pool, rows[sets], memberships(sets, len(rows)), self._lam, self._rules.limit
+        yield from timed_items(
+            "closed_sets",
+            "selections",
+            set_selections(
+                corpus, pool, rows[sets], memberships(sets, len(rows)), self._lam, self._rules.limit
+            ),
         )
         full = np.flatnonzero(np.bincount(sets.ravel(), minlength=len(rows)) >= self._max)
         if self._max > 1 and len(full):  # with 1, the border pass uses leftovers only
