@@ -109,9 +109,12 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     serial = sum(seconds for key, seconds in busy.items() if key in scale.ONE_PROCESS)
     share = serial / sum(busy.values())
     assert projection[1] == f"{serial:.0f}s" and projection[3] == f"{100 * share:.0f}%"
+    # the printed uncounted time is whole seconds, so its share of the wall is known only to
+    # within half a second of that wall (1.1 points of a 46 s run failed a fixed 1.0 in CI)
     uncounted = float(projection[4].rstrip("s"))
     share_of_wall = 100 * uncounted / recorded["wall_s"]
-    assert float(projection[5].rstrip("%")) == pytest.approx(share_of_wall, abs=1.0)
+    rounding = 100 * 0.5 / recorded["wall_s"] + 0.05
+    assert float(projection[5].rstrip("%")) == pytest.approx(share_of_wall, abs=rounding)
     assert all(re.fullmatch(r"\d+\.\d min", cell) for cell in projection[6:])
     labels = dict(scale.STAGES)
     top = sorted(busy, key=lambda key: -busy[key])[:3]
