@@ -23,7 +23,7 @@ from apache_beam.metrics import Metrics
 from schemas.records import SKIPPED, Selection, Skip
 from transforms.corpus.neighbours import SharedCorpus
 from transforms.corpus.store import Corpus
-from transforms.progress import Progress, timed, timed_items
+from transforms.progress import Progress, timed
 from transforms.seeds import keyed_int
 from transforms.spill import ThroughFiles
 from transforms.strategies.closed_sets.cliques import COVERED, LEFT_OUT, border_sets
@@ -260,11 +260,7 @@ class _BorderSets(beam.DoFn):
             )  # fmt: skip
             counts, room = numbered(sets, grant)
         self._sets.inc(len(sets))
-        yield from timed_items(
-            "closed_sets",
-            "selections",
-            set_selections(corpus, pool, sets, counts, self._lam, self._limit),
-        )
+        yield from set_selections(corpus, pool, sets, counts, self._lam, self._limit)
         left = reasons != COVERED
         if self._last or root:
             elsewhere = (here.graphs.candidates >= 0) & ~inside

@@ -18,7 +18,7 @@ from apache_beam.metrics import Metrics
 from schemas.layout import EDGES_DIRECTORY
 from schemas.records import Selection
 from transforms.corpus.neighbours import SharedCorpus
-from transforms.progress import Progress, timed, timed_items
+from transforms.progress import Progress, timed
 from transforms.seeds import keyed_int
 from transforms.spill import SPILL, Piece, RemoveAfter, SpillToFiles, read_spilled
 from transforms.strategies.closed_sets.cliques import COVERED, border_sets
@@ -140,12 +140,8 @@ class _FormSets(beam.DoFn):
             sets = np.concatenate([sets, np.searchsorted(rows, extra)])
         self._sets.inc(len(sets))
         self._progress.advance(1)
-        yield from timed_items(
-            "closed_sets",
-            "selections",
-            set_selections(
-                corpus, pool, rows[sets], memberships(sets, len(rows)), self._lam, self._rules.limit
-            ),
+        yield from set_selections(
+            corpus, pool, rows[sets], memberships(sets, len(rows)), self._lam, self._rules.limit
         )
         full = np.flatnonzero(np.bincount(sets.ravel(), minlength=len(rows)) >= self._max)
         if self._max > 1 and len(full):  # with 1, the border pass uses leftovers only

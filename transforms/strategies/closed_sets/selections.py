@@ -12,6 +12,7 @@ from schemas.records import Selection
 from transforms.corpus.neighbours import Pool
 from transforms.corpus.store import Corpus
 from transforms.corpus.surface import sim_surf_batch
+from transforms.progress import timed_items
 from transforms.strategies.choose import decoys_at
 from transforms.strategies.scoring import best_first, score
 
@@ -26,7 +27,16 @@ def set_selections(
     corpus: Corpus, pool: Pool, sets: np.ndarray, counts: np.ndarray, lam: float, limit: float
 ) -> Iterator[Selection]:
     """One Selection per member of each set (corpus rows); ``counts``: which membership of
-    its caption each is (example ids of the second and later end in ``.<count>``)."""
+    its caption each is (example ids of the second and later end in ``.<count>``). Timed in
+    ``closed_sets/selections_ms``, wherever the sets formed."""
+    return timed_items(
+        "closed_sets", "selections", _selections(corpus, pool, sets, counts, lam, limit)
+    )
+
+
+def _selections(
+    corpus: Corpus, pool: Pool, sets: np.ndarray, counts: np.ndarray, lam: float, limit: float
+) -> Iterator[Selection]:
     scratch = corpus.ngrams.scratch()
     for members, member_counts in zip(sets, counts, strict=True):
         cosines = cosines_among(pool, members)
