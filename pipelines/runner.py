@@ -28,6 +28,7 @@ from transforms.errors import NotPublished, input_error_message
 from transforms.files import check_location, check_writable
 from transforms.progress import is_progress_line, stage_of
 from transforms.report.preview import check_images
+from transforms.shutdown import exit_without_collecting
 from transforms.threads import child_processes_use, chosen_threads, cores, share_of_cores
 
 DISTRIBUTION = "dmc-datasets"
@@ -263,8 +264,10 @@ def cli(argv: list[str] | None, run: Callable[[Any, list[str]], str], command: C
 
     An input error (a bad flag included) is one line on stderr and exit code 2; a version
     its audit gate held back (NotPublished) one line and exit code 3; anything else raises,
-    which prints its traceback and exits with 1.
+    which prints its traceback and exits with 1. Either way the process then exits without
+    the final garbage collection (transforms.shutdown).
     """
+    exit_without_collecting()
     try:
         (options, log), beam_args = parse_flags(argv, command=command)
         log.validate()

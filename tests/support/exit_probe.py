@@ -1,0 +1,28 @@
+"""Leaves an object in a reference cycle, whose finaliser prints when Python's last garbage
+collection frees it at exit, after doing what its argument names first (tests/test_shutdown.py)::
+
+    python -m tests.support.exit_probe nothing|cli|load
+"""
+
+import sys
+
+from pipelines.generate import main
+from transforms.progress import timed_load
+
+
+class Cycle:
+    def __init__(self):
+        self.itself = self
+
+    def __del__(self):
+        print("collected at exit", flush=True)
+
+
+if __name__ == "__main__":
+    Cycle()
+    step = sys.argv[1]
+    if step == "cli":
+        main(["--no_such_flag"])  # refused in one line: the command's way out still applies
+    elif step == "load":
+        with timed_load("probe"):
+            pass
