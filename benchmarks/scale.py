@@ -68,6 +68,7 @@ from transforms.strategies.registry import STRATEGIES
 VALIDITY_FLAGS = ("validity_model", "validity_threshold")
 STAGES = (
     ("driver/inputs_ms", "input checksums"),
+    ("driver/build_ms", "pipeline construction"),
     ("read/read_ms", "reading"),
     ("pv/train_ms", "PV training"),
     ("load/pv_model_ms", "PV model loads"),
@@ -84,6 +85,7 @@ STAGES = (
     ("decoys/allowed_pairs_ms", "allowed pairs"),
     ("closed_sets/form_ms", "set forming"),
     ("closed_sets/leftover_graphs_ms", "leftover graphs"),
+    ("closed_sets/grants_ms", "border grants"),
     ("closed_sets/border_ms", "border sets"),
     ("closed_sets/selections_ms", "set selections"),
     ("instances/build_ms", "instances"),
@@ -97,6 +99,7 @@ STAGES = (
 # Stages that run in one process whatever the worker count.
 ONE_PROCESS = {
     "driver/inputs_ms",
+    "driver/build_ms",
     "pv/train_ms",
     "corpus/encode_and_write_ms",
     "corpus/assemble_ms",

@@ -201,10 +201,10 @@ def run(options: GenerateOptions, beam_args: list[str] | None = None) -> Generat
     inputs = expand_inputs(options.input)
     check_outside(inputs, options.output)
     check_output(options.output)
-    with timed(DRIVER, "inputs") as reading:  # checksums and --language's sample
+    with timed(DRIVER, "inputs") as reading:  # checksums, the models' too; --language's sample
         corpus, sample = read_inputs(inputs, options.image_list)
-    options = options.with_language(sample)
-    checksums = input_checksums(options, corpus)
+        options = options.with_language(sample)
+        checksums = input_checksums(options, corpus)
     version = plan_version(options.output, version_name(options, checksums), force=options.force)
     if version.complete:
         return up_to_date(options, version)
@@ -243,7 +243,8 @@ def generate(
             },
         }
     pipeline = local_or_given_runner(beam_args)
-    build_pipeline(pipeline, options, inputs, fence)
+    with timed(DRIVER, "build") as building:  # the graph's construction, before any stage
+        build_pipeline(pipeline, options, inputs, fence)
     metrics = run_to_completion(pipeline)
     write_json(
         dataset_path(directory, FEATURE_SPEC_FILE),
@@ -256,7 +257,7 @@ def generate(
         audit=options.audit_config(directory),
         statistics=strategy_sections(options),
         audit_gate=options.audit_gate,
-        timings=timings,
+        timings={**timings, **driver_metrics({"build": building})},
     )
 
 

@@ -23,7 +23,7 @@ from apache_beam.metrics import Metrics
 from schemas.records import SKIPPED, Selection, Skip
 from transforms.corpus.neighbours import SharedCorpus
 from transforms.corpus.store import Corpus
-from transforms.progress import Progress, timed
+from transforms.progress import Progress, timed, timed_items
 from transforms.seeds import keyed_int
 from transforms.spill import ThroughFiles
 from transforms.strategies.closed_sets.cliques import COVERED, LEFT_OUT, border_sets
@@ -160,6 +160,9 @@ class _Grant(beam.DoFn):
         self._max, self._share = max_memberships, share
 
     def process(self, keyed: tuple[PartKey, Iterable[Requests | Room]]):
+        return timed_items("closed_sets", "grants", self._granted(keyed))
+
+    def _granted(self, keyed: tuple[PartKey, Iterable[Requests | Room]]):
         (split, part, directory), elements = keyed
         elements = list(elements)  # one pass over the grouped values, whatever the runner
         records = merged_room([e for e in elements if isinstance(e, Room)])
