@@ -43,6 +43,7 @@ import faiss
 import numpy as np
 from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
+from benchmarks.kernels import ENCODER_SAMPLE, bare_kernels, kernel_rows
 from pipelines.options import GenerateOptions
 from pipelines.store.versions import completed_dataset, read_manifest
 from schemas.layout import corpus_folder
@@ -96,6 +97,7 @@ STAGES = (
     ("driver/audit_ms", "text-only audit"),
     ("driver/card_and_inventory_ms", "card + inventory"),
 )
+LABELS = dict(STAGES)
 # Stages that run in one process whatever the worker count.
 ONE_PROCESS = {
     "driver/inputs_ms",
@@ -601,6 +603,19 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print("coverage: the split's captions that are the target of an instance")
         print_table(coverage)
+
+    if "closed_sets" in results:  # the default strategy's run: its stages against bare kernels
+        result = results["closed_sets"]
+        manifest = result["manifest"]
+        bare = bare_kernels(result["directory"], GenerateOptions(**manifest["options"]))
+        busy = {key: value for key, value in timed_steps(manifest).items() if key in LABELS}
+        print()
+        print(
+            "kernel stages against their bare kernels, on the closed_sets run's data, in this "
+            f"process after the run (the encoder timed on at most {ENCODER_SAMPLE:,} of its "
+            "texts, scaled to all)"
+        )
+        print_table(kernel_rows(busy, bare))
 
     first = next(iter(results.values()))
     loaded = load_corpus(corpus_folder(first["directory"]))

@@ -18,7 +18,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks import growth, scale
+from benchmarks import growth, kernels, scale
 from pipelines.store.versions import completed_dataset, read_manifest
 from schemas.layout import PARQUET, corpus_folder, shard_pattern
 from tests.support.versions import TINY_ENCODER, TINY_THRESHOLD
@@ -125,6 +125,32 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     assert f"{recorded['wall_s'] / 60:.1f} min" == run[-2]
     assert f"{recorded['peak_rss_bytes'] / 2**30:.1f} GiB" == run[-1]
     assert recorded["stages_ms"]["closed_sets/form_ms"] == counters["closed_sets/form_ms"]
+
+    # the kernel stages against their bare kernels: the pipeline's side is the run's counters,
+    # each ratio is its two times', and the rest is the counted busy time outside them
+    first = stages.index(["kernel stage", "pipeline busy", "bare kernel", "ratio"])
+    table = {row[0]: row[1:] for row in stages[first + 1 : first + 8]}
+    times = {
+        label: (float(pipeline.rstrip("s")), float(bare.rstrip("s")))
+        for label, (pipeline, bare, _) in table.items()
+        if label != "the rest"
+    }
+    for key, label in kernels.KERNEL_STAGES:
+        assert table[label][0] == f"{counters[key] / 1000:.1f}s", label
+        pipeline, bare = times[label]
+        assert bare > 0, label
+        ratio = float(table[label][2].rstrip("x"))  # of the unrounded times: printed to 0.1 s
+        assert (pipeline - 0.05) / (bare + 0.05) - 0.005 <= ratio, label
+        assert ratio <= (pipeline + 0.05) / max(bare - 0.05, 1e-9) + 0.005, label
+    three = [label for key, label in kernels.KERNEL_STAGES if key in kernels.ISSUE_KERNELS]
+    four = [label for _, label in kernels.KERNEL_STAGES]
+    for label, members in (("gensim, faiss and the validity kernel", three), ("the four", four)):
+        for side in (0, 1):
+            total = sum(times[member][side] for member in members)
+            assert times[label][side] == pytest.approx(total, abs=0.05 * len(members)), label
+    rest = sum(busy.values()) - sum(counters[key] / 1000 for key, _ in kernels.KERNEL_STAGES)
+    share = f"{100 * rest / sum(busy.values()):.0f}% of the counted busy time"
+    assert table["the rest"] == [f"{rest:.0f}s", "-", share]
 
     [kernel] = [line for line in lines if line.startswith("simSURF on 20,000 pairs")]
     assert float(kernel.rsplit("max |difference| ", 1)[1]) < 1e-9

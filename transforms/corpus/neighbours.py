@@ -140,13 +140,34 @@ def search(
     index scans that many times the clusters it was built to scan (``--ivf_scan`` is
     set for the first search's depth).
     """
+    sims, local = nearest_in_pool(pool, targets, neighbours, wider)
+    return other_images(corpus, pool, targets, sims, local, neighbours)
+
+
+def nearest_in_pool(
+    pool: Pool, targets: np.ndarray, neighbours: int, wider: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """faiss's part of :func:`search`, alone (what ``benchmarks.kernels`` times bare):
+    (similarities, pool positions) of enough nearest captions that ``neighbours`` of other
+    images remain after the target's own image's are dropped."""
     k = min(neighbours + pool.largest_image, len(pool.rows))
     queries = pool.index.reconstruct_batch(np.searchsorted(pool.rows, targets))
     params = None
     if wider > 1 and isinstance(pool.index, faiss.IndexIVF):
         nprobe = min(pool.index.nlist, pool.index.nprobe * wider)
         params = faiss.SearchParametersIVF(nprobe=nprobe)
-    sims, local = pool.index.search(queries, k, params=params)
+    return pool.index.search(queries, k, params=params)
+
+
+def other_images(
+    corpus: Corpus,
+    pool: Pool,
+    targets: np.ndarray,
+    sims: np.ndarray,
+    local: np.ndarray,
+    neighbours: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`search`'s result from faiss's: the ``neighbours`` nearest of other images."""
     rows = np.where(local >= 0, pool.rows[np.maximum(local, 0)], -1)
     other = (rows >= 0) & (corpus.image_of[rows] != corpus.image_of[targets][:, None])
     order = np.argsort(~other, axis=1, kind="stable")[:, :neighbours]
