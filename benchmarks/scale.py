@@ -145,6 +145,26 @@ def amdahl(metrics: dict, wall: float, workers: int) -> dict:
     return projection
 
 
+def stage_speedups(one: dict, two: dict, least_ms: int = 1000) -> list[tuple[str, ...]]:
+    """Each parallel stage's speed-up from 1 worker to 2, from its busy time in the two runs:
+    1-worker busy / (2-worker busy / 2). It sees two workers slowing each other down (one
+    memory bus, shared caches), not a worker left idle at the stage's end: that wait is in
+    the uncounted time. Stages under ``least_ms`` on one worker are left out.
+
+    >>> stage_speedups({"neighbourhoods/search_ms": 68_000, "pv/train_ms": 60_000},
+    ...                {"neighbourhoods/search_ms": 107_000, "pv/train_ms": 62_000})[1:]
+    [('neighbour search', '68s', '107s', '1.27x')]
+    """
+    rows = [("parallel stage", "1 worker busy", "2 workers busy", "speed-up")]
+    for key, label in STAGES:
+        if key in ONE_PROCESS or key in PER_WORKER or one.get(key, 0) < least_ms:
+            continue
+        seconds = one[key] / 1000, two.get(key, 0) / 1000
+        speedup = f"{2 * seconds[0] / seconds[1]:.2f}x" if seconds[1] else "-"
+        rows.append((label, f"{seconds[0]:.0f}s", f"{seconds[1]:.0f}s", speedup))
+    return rows
+
+
 def busy_shares(metrics: dict, largest: int = 3) -> str:
     """The ``largest`` stages' shares of the counted busy time, largest first: the sentence
     encoder's is a target of issue "Decoys that do not describe the image" (at most 35%).
@@ -576,6 +596,11 @@ def main(argv: list[str] | None = None) -> int:
         if one in results and two in results:
             speedup = results[one]["wall"] / results[two]["wall"]
             print(f"{two}: 1 -> 2 workers {speedup:.2f}x faster end to end")
+            print_table(
+                stage_speedups(
+                    timed_steps(results[one]["manifest"]), timed_steps(results[two]["manifest"])
+                )
+            )
     print()
     print("one-process stages: " + ", ".join(label for key, label in STAGES if key in ONE_PROCESS))
     projections = [
