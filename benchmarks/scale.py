@@ -46,7 +46,7 @@ from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 from benchmarks.kernels import ENCODER_SAMPLE, bare_kernels, kernel_rows
 from pipelines.options import GenerateOptions
 from pipelines.store.versions import completed_dataset, read_manifest
-from schemas.layout import corpus_folder
+from schemas.layout import DATASET, STATISTICS_FILE, corpus_folder
 from tests.support.dataset_checks import (
     SPLITS,
     check_formats_agree,
@@ -63,6 +63,7 @@ from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
 from transforms.progress import LOAD
 from transforms.strategies.invariants import no_decoy_describes_the_image
 from transforms.strategies.registry import STRATEGIES
+from transforms.trainer.dataset_audit import verdict
 
 # generate's flags of the validity rule that the benchmark passes on: which encoder, and at
 # what threshold (the tests pass a tiny one; the benchmark's own runs take the defaults)
@@ -146,10 +147,12 @@ def amdahl(metrics: dict, wall: float, workers: int) -> dict:
 
 
 def stage_speedups(one: dict, two: dict, least_ms: int = 1000) -> list[tuple[str, ...]]:
-    """Each parallel stage's speed-up from 1 worker to 2, from its busy time in the two runs:
-    1-worker busy / (2-worker busy / 2). It sees two workers slowing each other down (one
-    memory bus, shared caches), not a worker left idle at the stage's end: that wait is in
-    the uncounted time. Stages under ``least_ms`` on one worker are left out.
+    """Each parallel stage's speed-up from 1 worker to 2: 1-worker busy (the stage's wall in
+    one process) over half the 2-worker busy (its wall if the two share it evenly). A worker
+    left idle at the stage's end is not seen here: that wait is in the uncounted time. The
+    one worker's faiss and PyTorch use every core (``runner.worker_threads``), so stages
+    that run in them gain less than stages on one thread. Stages under ``least_ms`` on one
+    worker are left out.
 
     >>> stage_speedups({"neighbourhoods/search_ms": 68_000, "pv/train_ms": 60_000},
     ...                {"neighbourhoods/search_ms": 107_000, "pv/train_ms": 62_000})[1:]
@@ -628,6 +631,11 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print("coverage: the split's captions that are the target of an instance")
         print_table(coverage)
+    for name, result in results.items():
+        with open(os.path.join(result["directory"], DATASET, STATISTICS_FILE)) as handle:
+            audit = json.load(handle).get("text_only_audit")
+        said = verdict(audit)["line"] if audit else "no text-only audit (no dev or test split)"
+        print(f"{ALL_RUNS[name].label}: {said}")
 
     if "closed_sets" in results:  # the default strategy's run: its stages against bare kernels
         result = results["closed_sets"]

@@ -22,6 +22,7 @@ from benchmarks import growth, kernels, scale
 from pipelines.store.versions import completed_dataset, read_manifest
 from schemas.layout import PARQUET, corpus_folder, shard_pattern
 from tests.support.versions import TINY_ENCODER, TINY_THRESHOLD
+from transforms.trainer.dataset_audit import verdict
 
 
 def cells(line: str) -> list[str]:
@@ -96,6 +97,11 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
         # against the statistics the pipeline computed from the same files
         mean = manifest["statistics"]["splits"][split]["decoys"]["sim_pv"]["mean"]
         assert abs(float(sim_pv) - mean) <= 0.0005 + 1e-9
+
+    with open(os.path.join(version, "dataset", "statistics.json")) as handle:
+        audit = json.load(handle)["text_only_audit"]
+    assert f"{run[0]}: {verdict(audit)['line']}" in lines
+    assert verdict(audit)["line"].endswith(": at chance")  # closed sets: by construction
 
     [recorded] = json.loads((tmp_path / "benchmark" / scale.RESULTS_FILE).read_text()).values()
     [projection] = [row for row in stages if row[0] == run[0] and len(row) == 8]
