@@ -4,9 +4,10 @@
     .venv/bin/python -m benchmarks.scale --num_images 5000    # a quick look
     .venv/bin/python -m benchmarks.scale --runs cc3m --max_rss_gib 16   # 3.3M captions
 
-Prints tables: per run, wall time, busy time of each stage (from the run's
-Beam counters, summed over workers; "-" where the run has no such stage) and
-peak RSS of all processes; per checked run and split, the captions that are
+A small untimed run of each strategy first compiles numba's kernels into their cache, so
+no timed stage counts the compilation. Prints tables: per run, wall time, busy time of
+each stage (from the run's Beam counters, summed over workers; "-" where the run has no
+such stage) and peak RSS of all processes; per checked run and split, the captions that are
 the target of an instance (coverage) and the mean decoy simPV; then simSURF
 pairs/s of the kernel and of nltk on the same pairs with their ratio and
 largest difference; then recall@N of the IVF index against exact search on a
@@ -439,6 +440,22 @@ def write_corpus(directory: str, num_images: int, captions_per_image: int) -> st
     return path
 
 
+WARM_UP_SIZE = (2_000, CAPTIONS_PER_IMAGE)  # images x captions: the suite runs this size too
+
+
+def warm_up(corpus: str, output: str, runs: list[Run], validity: dict) -> None:
+    """One small untimed run of each strategy first: numba compiles the kernels once per
+    install, into its cache beside the sources, and a timed run that did it would count the
+    compilation in its stages, once in each worker (set forming at 25k: 41 busy s on 2
+    workers of a fresh install, 11 s on 1 worker after it)."""
+    started = time.monotonic()
+    for decoys in sorted({run.decoys for run in runs}):
+        run = Run(f"warm-up ({decoys})", pv_dim=32, pv_epochs=1, workers=1, decoys=decoys)
+        held_out = WARM_UP_SIZE[0] // 5
+        generate(corpus, os.path.join(output, f"warm_up_{decoys}"), run, 500, held_out, 0, validity)
+    print(f"kernels compiled in warm-up runs: {time.monotonic() - started:.0f}s", flush=True)
+
+
 def run_line(name: str, run: Run, result: dict) -> str:
     """What a run was given and what it made: corpus, search, instances."""
     manifest = result["manifest"]
@@ -529,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
     corpora: dict[tuple[int, int], str] = {}
     results = {}
     results_path = os.path.join(args.output, RESULTS_FILE)
+    corpora[WARM_UP_SIZE] = write_corpus(args.output, *WARM_UP_SIZE)
+    warm_up(corpora[WARM_UP_SIZE], args.output, [ALL_RUNS[name] for name in names], validity)
     for name in names:
         run = ALL_RUNS[name]
         size = run.corpus or (args.num_images, args.captions_per_image)

@@ -58,6 +58,9 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     instances = sum(len(targets) for targets in rows.values())
 
     assert "corpus: 2,000 images x 5 captions written" in printed
+    # numba's kernels compiled before the timed run, by a run of its own
+    assert re.search(r"^kernels compiled in warm-up runs: \d+s$", printed, re.MULTILINE)
+    assert completed_dataset(os.path.join(output, "warm_up_closed_sets"))
     assert f"invariants hold on all {instances:,} instances of the closed_sets run" in lines
     assert (
         f"closed_sets: 2,000 images x 5 captions, {counters['corpus/captions']:,} after "
