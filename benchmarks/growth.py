@@ -21,7 +21,7 @@ import sys
 import numpy as np
 from matplotlib.figure import Figure
 
-from benchmarks.scale import STAGES, print_table
+from benchmarks.scale import LABELS, STAGES, print_table
 from transforms.report.plots import png_bytes
 
 PER = 100_000  # stage costs are given per this many captions
@@ -60,17 +60,16 @@ def bending_stage(points: list[dict]) -> tuple[str, float, float]:
     """
     first, last = per_caption(points[0]), per_caption(points[-1])
     key = max((key for key in first if key in last), key=lambda key: last[key] - first[key])
-    return dict(STAGES)[key], first[key], last[key]
+    return LABELS[key], first[key], last[key]
 
 
 def growth_rows(points: list[dict]) -> list[tuple[str, ...]]:
     """A table: size, wall, peak RSS, wall per caption against the smallest run, and each
     stage's busy seconds per ``PER`` captions."""
     keys = [key for key, _ in STAGES if any(key in point["stages_ms"] for point in points)]
-    labels = dict(STAGES)
     rows = [
         ("images x captions", "captions", "wall", "peak RSS", "wall per caption",
-         *(f"{labels[key]} /{PER // 1000}k" for key in keys)),
+         *(f"{LABELS[key]} /{PER // 1000}k" for key in keys)),
     ]  # fmt: skip
     base = points[0]["wall_s"] / points[0]["captions"]
     for point in points:

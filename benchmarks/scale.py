@@ -443,7 +443,12 @@ def write_corpus(directory: str, num_images: int, captions_per_image: int) -> st
 WARM_UP_SIZE = (2_000, CAPTIONS_PER_IMAGE)  # images x captions: the suite runs this size too
 
 
-def warm_up(corpus: str, output: str, runs: list[Run], validity: dict) -> None:
+def held_out_images(images: int) -> int:
+    """Dev and test images each: the paper's 2,000 where the corpus allows."""
+    return min(2000, images // 5)
+
+
+def warm_up(corpus: str, output: str, runs: list[Run], neighbours: int, validity: dict) -> None:
     """One small untimed run of each strategy first: numba compiles the kernels once per
     install, into its cache beside the sources, and a timed run that did it would count the
     compilation in its stages, once in each worker (set forming at 25k: 41 busy s on 2
@@ -451,8 +456,9 @@ def warm_up(corpus: str, output: str, runs: list[Run], validity: dict) -> None:
     started = time.monotonic()
     for decoys in sorted({run.decoys for run in runs}):
         run = Run(f"warm-up ({decoys})", pv_dim=32, pv_epochs=1, workers=1, decoys=decoys)
-        held_out = WARM_UP_SIZE[0] // 5
-        generate(corpus, os.path.join(output, f"warm_up_{decoys}"), run, 500, held_out, 0, validity)
+        held_out = held_out_images(WARM_UP_SIZE[0])
+        output_of_run = os.path.join(output, f"warm_up_{decoys}")
+        generate(corpus, output_of_run, run, neighbours, held_out, validity=validity)
     print(f"kernels compiled in warm-up runs: {time.monotonic() - started:.0f}s", flush=True)
 
 
@@ -547,14 +553,15 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     results_path = os.path.join(args.output, RESULTS_FILE)
     corpora[WARM_UP_SIZE] = write_corpus(args.output, *WARM_UP_SIZE)
-    warm_up(corpora[WARM_UP_SIZE], args.output, [ALL_RUNS[name] for name in names], validity)
+    runs = [ALL_RUNS[name] for name in names]
+    warm_up(corpora[WARM_UP_SIZE], args.output, runs, args.neighbours, validity)
     for name in names:
         run = ALL_RUNS[name]
         size = run.corpus or (args.num_images, args.captions_per_image)
         if size not in corpora:
             corpora[size] = write_corpus(args.output, *size)
         output = os.path.join(args.output, name)
-        held_out = min(2000, size[0] // 5)  # the paper's 2,000 where the corpus allows
+        held_out = held_out_images(size[0])
         try:
             result = generate(
                 corpora[size], output, run, args.neighbours, held_out, max_rss, validity

@@ -125,9 +125,8 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     rounding = 100 * 0.5 / recorded["wall_s"] + 0.05
     assert float(projection[5].rstrip("%")) == pytest.approx(share_of_wall, abs=rounding)
     assert all(re.fullmatch(r"\d+\.\d min", cell) for cell in projection[6:])
-    labels = dict(scale.STAGES)
     top = sorted(busy, key=lambda key: -busy[key])[:3]
-    shares = ", ".join(f"{labels[k]} {100 * busy[k] / sum(busy.values()):.0f}%" for k in top)
+    shares = ", ".join(f"{scale.LABELS[k]} {100 * busy[k] / sum(busy.values()):.0f}%" for k in top)
     assert f"largest shares of the counted busy time, {run[0]}: {shares}" in lines
 
     assert (recorded["captions"], recorded["workers"]) == (counters["corpus/captions"], 2)
