@@ -10,6 +10,9 @@ from transforms.strategies.validity import (
     VALID,
     ValidityRules,
     _corpus_arrays,
+    _describes,
+    _dot,
+    _quick_dot,
     _violation,
     allowed_group,
     choose_valid,
@@ -99,6 +102,21 @@ def test_a_reworded_caption_of_the_image_is_turned_away_by_the_encoder_rule_only
     assert violation(data, REWORDED, 1, 0.0, ENCODER_ON) == RULES.index("describes_the_image")
     assert violation(data, 1, REWORDED, 0.0, ENCODER_ON) == VALID  # not of the other's image
     assert violation(data, 0, 9, 0.0, ENCODER_ON) != VALID  # either way round (image 8's: 0)
+
+
+def test_the_encoder_rule_decides_at_its_threshold_as_the_reference_sum_does():
+    """The quick cosine (summed in SIMD order) differs from the reference one in its last
+    bits; a cosine exactly at the threshold must still describe, one ulp below must not."""
+    sentences = np.random.default_rng(3).normal(size=(400, 384)).astype(np.float32)
+    sentences /= np.linalg.norm(sentences, axis=1, keepdims=True)
+    pairs = np.random.default_rng(4).integers(0, 400, size=(300, 2))
+    reference = np.array([_dot(sentences, a, b) for a, b in pairs])
+    quick = np.array([_quick_dot(sentences, a, b) for a, b in pairs])
+    assert (quick != reference).any() and np.abs(quick - reference).max() < 1e-13
+    for (a, b), cosine in zip(pairs, reference, strict=True):
+        image = np.array([b])
+        assert _describes(sentences, a, image, 0, 1, cosine)
+        assert not _describes(sentences, a, image, 0, 1, np.nextafter(cosine, np.inf))
 
 
 def test_too_few_valid_candidates_leave_the_row_short():
