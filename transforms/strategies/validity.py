@@ -225,14 +225,18 @@ def choose_valid(
 def _block_reasons(
     target, candidates, sim_pv, first, last, image_of, image_rows, image_offsets, text_id,
     own_closeness, ids, ranks, offsets, lengths, sentences, limit, threshold,
-    own_caption_rule, scratch, reasons,
+    own_caption_rule, scratch, why, reasons,
 ):  # fmt: skip
     """``reasons[j]``, for the candidates ``first:last`` of one target's row: the first rule
     the pair breaks, the candidate as a decoy of the target's image and then the target as a
     decoy of the candidate's (VALID if none, NONE for -1), as :func:`_violation` both ways
     round gives it. Each n-gram table is loaded once per block, not once per pair: the
     target's image captions (candidates as decoys), then the target itself (as a decoy of
-    each candidate's image: :func:`loaded_surface_close` over the target's length)."""
+    each candidate's image: :func:`loaded_surface_close` over the target's length).
+
+    Without ``why``, only whether a pair breaks a rule is wanted, not which it breaks
+    first: the encoder rule goes before the surface one, as the cheaper, and the one
+    that turns away most of a crowded scene's candidates."""
     image = image_of[target]
     start, end = image_offsets[image], image_offsets[image + 1]
     for j in range(first, last):
@@ -243,6 +247,12 @@ def _block_reasons(
         for k in range(start, end):
             if reasons[j] == VALID and text_id[image_rows[k]] == text_id[decoy]:
                 reasons[j] = COPIES
+        if (
+            not why
+            and reasons[j] == VALID
+            and _describes(sentences, decoy, image_rows, start, end, threshold)
+        ):
+            reasons[j] = DESCRIBES
     for k in range(start, end):
         load_reference(ids, offsets, image_rows[k], scratch)
         for j in range(first, last):
@@ -253,8 +263,10 @@ def _block_reasons(
                 reasons[j] = SURFACE
         unload_reference(ids, offsets, image_rows[k], scratch)
     for j in range(first, last):
-        if reasons[j] == VALID and _describes(
-            sentences, candidates[j], image_rows, start, end, threshold
+        if (
+            why
+            and reasons[j] == VALID
+            and _describes(sentences, candidates[j], image_rows, start, end, threshold)
         ):
             reasons[j] = DESCRIBES
         if reasons[j] == VALID and own_caption_rule and sim_pv[j] >= own_closeness[target]:
@@ -299,7 +311,7 @@ def _pairs_kernel(
             _block_reasons(
                 targets[b], candidates[b], sim_pv[b], first, last, image_of, image_rows,
                 image_offsets, text_id, own_closeness, ids, ranks, offsets, lengths,
-                sentences, limit, threshold, own_caption_rule, scratch, reasons,
+                sentences, limit, threshold, own_caption_rule, scratch, True, reasons,
             )  # fmt: skip
             for j in range(first, last):
                 if reasons[j] == VALID:
@@ -354,11 +366,12 @@ def _mutually_valid(a, b, image_of, image_rows, image_offsets, text_id, own_clos
 def _group_kernel(
     targets, candidates, sim_pv, known, need, group, image_of, image_rows, image_offsets,
     text_id, own_closeness, ids, ranks, offsets, lengths, sentences, limit, threshold,
-    own_caption_rule, scratch, allowed, members, rejected,
+    own_caption_rule, scratch, allowed, members,
 ):  # fmt: skip
     """The walk checks ``MIN_BLOCK`` candidates at a time (:func:`_block_reasons`), so each
     n-gram table loads once a block; it stops where one at a time would, and what it
-    checked past there is neither allowed nor counted."""
+    checked past there is not allowed. Only whether each pair is allowed is asked (the
+    allowed pairs' stage counted the rejections), so the cheaper rule goes first."""
     arrays = (image_of, image_rows, image_offsets, text_id, own_closeness, ids, ranks,
               offsets, lengths, sentences, limit, threshold, own_caption_rule, scratch)  # fmt: skip
     width = candidates.shape[1]
@@ -375,10 +388,16 @@ def _group_kernel(
                 if j >= checked:
                     checked = min(width, j + MIN_BLOCK)
                     _block_reasons(
-                        targets[b], candidates[b], sim_pv[b], j, checked, *arrays, reasons
+                        targets[b],
+                        candidates[b],
+                        sim_pv[b],
+                        j,
+                        checked,
+                        *arrays,
+                        False,
+                        reasons,
                     )
                 if reasons[j] != VALID:
-                    rejected[reasons[j]] += 1
                     continue
             allowed[b, j] = True
             found += 1
@@ -401,7 +420,7 @@ def allowed_group(
     *,
     need: int,
     group: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray]:
     """Each row's candidates walked in order until ``need`` are allowed with the target
     (:func:`pairs_allowed`; ``known`` ones are, unchecked) and ``group`` of those allowed
     are also allowed with each other: the first that are, greedily.
@@ -410,12 +429,12 @@ def allowed_group(
     captions of one other scene, which describe each other: no set forms among them, and
     the group shows whether one can (a group of four and the target is one).
 
-    Returns (allowed (B, N) bool, members (B, group) positions, -1 where fewer were found,
-    rejections per rule).
+    Returns (allowed (B, N) bool, members (B, group) positions, -1 where fewer were found).
+    Rejections are not counted: the candidates were counted where their pairs were first
+    checked (:func:`pairs_allowed`), and the walks check many again.
     """
     allowed = np.zeros(candidates.shape, dtype=bool)
     members = np.full((len(targets), group), -1, dtype=np.int64)
-    rejected = np.zeros(len(RULES), dtype=np.int64)
     _group_kernel(
         *_pair_arrays(targets, candidates, sim_pv),
         np.ascontiguousarray(known, dtype=np.bool_),
@@ -425,9 +444,8 @@ def allowed_group(
         scratch,
         allowed,
         members,
-        rejected,
     )
-    return allowed, members, rejected
+    return allowed, members
 
 
 @numba.njit(nogil=True, cache=True)
@@ -462,6 +480,16 @@ def _mutual_kernel(
                     waiting[pending] = d
                     refused[pending] = image_of[rows[d]] == image
                     pending += 1
+            for w in range(pending):  # the encoder rule first: it is the cheaper, and refuses most
+                if not refused[w] and _describes(
+                    sentences,
+                    rows[waiting[w]],
+                    image_rows,
+                    image_offsets[image],
+                    image_offsets[image + 1],
+                    threshold,
+                ):
+                    refused[w] = True
             for k in range(image_offsets[image], image_offsets[image + 1] if pending else 0):
                 caption = image_rows[k]
                 load_reference(ids, offsets, caption, scratch)
@@ -476,15 +504,6 @@ def _mutual_kernel(
                         refused[w] = True
                 unload_reference(ids, offsets, caption, scratch)
             for w in range(pending):
-                if not refused[w] and _describes(
-                    sentences,
-                    rows[waiting[w]],
-                    image_rows,
-                    image_offsets[image],
-                    image_offsets[image + 1],
-                    threshold,
-                ):
-                    refused[w] = True
                 invalid[waiting[w], t] = refused[w]
                 known[rows[waiting[w]] * images + image] = refused[w]
         for a in range(n):

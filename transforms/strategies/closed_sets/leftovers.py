@@ -116,7 +116,7 @@ def grouped(
     set with each other (``validity.allowed_group``; the ``allowed`` ones are known, the
     others checked), keeping ``width`` allowed candidates, that group first. Returns the
     edges and whether each row's group is whole."""
-    walked, members, _ = allowed_group(
+    walked, members = allowed_group(
         corpus, edges.targets, edges.candidates, edges.sim_pv, edges.allowed, rules, scratch,
         need=need, group=SIZE - 1,
     )  # fmt: skip
