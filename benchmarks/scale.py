@@ -47,7 +47,7 @@ from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 from benchmarks.kernels import ENCODER_SAMPLE, bare_kernels, kernel_rows
 from pipelines.options import GenerateOptions
 from pipelines.store.versions import completed_dataset, read_manifest
-from schemas.layout import DATASET, STATISTICS_FILE, corpus_folder
+from schemas.layout import STATISTICS_FILE, corpus_folder, dataset_path
 from tests.support.dataset_checks import (
     SPLITS,
     check_formats_agree,
@@ -61,6 +61,7 @@ from transforms.corpus.index import build_index
 from transforms.corpus.store import load_corpus
 from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
+from transforms.files import read_json
 from transforms.progress import LOAD
 from transforms.strategies.invariants import no_decoy_describes_the_image
 from transforms.strategies.registry import STRATEGIES
@@ -454,9 +455,9 @@ def warm_up(corpus: str, output: str, runs: list[Run], neighbours: int, validity
     compilation in its stages, once in each worker (set forming at 25k: 41 busy s on 2
     workers of a fresh install, 11 s on 1 worker after it)."""
     started = time.monotonic()
+    held_out = held_out_images(WARM_UP_SIZE[0])
     for decoys in sorted({run.decoys for run in runs}):
         run = Run(f"warm-up ({decoys})", pv_dim=32, pv_epochs=1, workers=1, decoys=decoys)
-        held_out = held_out_images(WARM_UP_SIZE[0])
         output_of_run = os.path.join(output, f"warm_up_{decoys}")
         generate(corpus, output_of_run, run, neighbours, held_out, validity=validity)
     print(f"kernels compiled in warm-up runs: {time.monotonic() - started:.0f}s", flush=True)
@@ -658,8 +659,7 @@ def main(argv: list[str] | None = None) -> int:
         print("coverage: the split's captions that are the target of an instance")
         print_table(coverage)
     for name, result in results.items():
-        with open(os.path.join(result["directory"], DATASET, STATISTICS_FILE)) as handle:
-            audit = json.load(handle).get("text_only_audit")
+        audit = read_json(dataset_path(result["directory"], STATISTICS_FILE)).get("text_only_audit")
         said = verdict(audit)["line"] if audit else "no text-only audit (no dev or test split)"
         print(f"{ALL_RUNS[name].label}: {said}")
 

@@ -20,8 +20,9 @@ import pytest
 
 from benchmarks import growth, kernels, scale
 from pipelines.store.versions import completed_dataset, read_manifest
-from schemas.layout import PARQUET, corpus_folder, shard_pattern
+from schemas.layout import PARQUET, STATISTICS_FILE, corpus_folder, dataset_path, shard_pattern
 from tests.support.versions import TINY_ENCODER, TINY_THRESHOLD
+from transforms.files import read_json
 from transforms.trainer.dataset_audit import verdict
 
 
@@ -101,8 +102,7 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
         mean = manifest["statistics"]["splits"][split]["decoys"]["sim_pv"]["mean"]
         assert abs(float(sim_pv) - mean) <= 0.0005 + 1e-9
 
-    with open(os.path.join(version, "dataset", "statistics.json")) as handle:
-        audit = json.load(handle)["text_only_audit"]
+    audit = read_json(dataset_path(version, STATISTICS_FILE))["text_only_audit"]
     assert f"{run[0]}: {verdict(audit)['line']}" in lines
     assert verdict(audit)["line"].endswith(": at chance")  # closed sets: by construction
 
