@@ -50,11 +50,15 @@ def test_statistics_count_every_caption(small_dataset):
     )
 
 
-def test_random_decoys_are_drawn_uniformly_from_other_images(random_dataset, mcic_dataset):
+def test_random_decoys_are_drawn_uniformly_from_other_images(
+    random_dataset, mcic_dataset, training_corpus
+):
     from pipelines.options import GenerateOptions
-    from tests.support.dataset_checks import read_parquet
+    from tests.support.dataset_checks import read_corpus, read_parquet, written_dataset
+    from tests.support.versions import TRAINING
     from transforms.corpus.neighbours import load_searchable
-    from transforms.strategies.random_decoys import draw
+    from transforms.strategies.invariants import describing, image_captions, valid_decoy
+    from transforms.strategies.random_decoys import DRAWN, draw
 
     rows = [
         row for split in ("train", "dev", "test") for row in read_parquet(random_dataset, split)
@@ -87,8 +91,28 @@ def test_random_decoys_are_drawn_uniformly_from_other_images(random_dataset, mci
     other = draw(searchable.corpus, searchable.pools["all"], targets, 4, seed=1)
     np.testing.assert_array_equal(first[0], again[0])
     assert (first[0] != other[0]).mean() > 0.9
+    # the written decoys are the first drawn that the validity rules allow, in drawing order
+    options = GenerateOptions(
+        input=training_corpus, output=random_dataset, decoys="random", **TRAINING
+    )
+    captions = read_corpus(random_dataset)
+    describes = describing(written_dataset(options, captions, {}, 0))
+    own = image_captions(captions)
+    row_of = {caption["caption_id"]: r for r, caption in enumerate(captions)}
     by_caption = {row["target_caption_id"]: row for row in rows}
-    caption_ids = corpus.column("caption_id").to_pylist()
-    for target, candidates in zip(targets, first[0], strict=True):
-        written = by_caption[caption_ids[target]]["decoy_caption_ids"]
-        assert sorted(written) == sorted(caption_ids[c] for c in candidates)
+    drawn = draw(searchable.corpus, searchable.pools["all"], targets, DRAWN, seed=0)[0]
+    np.testing.assert_array_equal(drawn[:, :4], first[0])  # the same draws, more of them
+    passed_over = 0
+    for target, candidates in zip(targets, drawn, strict=True):
+        instance = by_caption[captions[target]["caption_id"]]
+        ids = [captions[c]["caption_id"] for c in candidates if c >= 0]
+        written = instance["decoy_caption_ids"]
+        reached = max(ids.index(caption_id) for caption_id in written)
+        for caption_id in ids[:reached]:
+            if caption_id not in written:
+                passed_over += 1
+                caption = captions[row_of[caption_id]]
+                assert describes(row_of[caption_id], instance["image_id"]) or not valid_decoy(
+                    caption["text"], own[instance["image_id"]], options.surf_limit
+                ), caption_id
+    assert passed_over < len(targets) // 5  # mostly the first four drawn

@@ -3,6 +3,7 @@
 
 import dataclasses
 import json
+import math
 import os
 import pathlib
 
@@ -27,7 +28,13 @@ from schemas.layout import (
 from tests.support.dataset_checks import read_parquet
 from tests.support.tiny_encoder import tiny_encoder
 from tests.support.versions import SMALL_MCIC, TINY_ENCODER
-from transforms.corpus.encoders.registry import DEFAULT_FAMILY, encoder_identity, load_encoder
+from transforms.corpus.encoders.registry import (
+    DEFAULT_FAMILY,
+    ENCODERS,
+    compared_threshold,
+    encoder_identity,
+    load_encoder,
+)
 from transforms.corpus.sentences import (
     VALIDITY_MODEL,
     EncodeCaptions,
@@ -111,6 +118,10 @@ def test_a_version_records_the_rule_in_its_manifest_statistics_and_card(closed_s
         card = handle.read()
     assert f"`validity/{DESCRIBES_RULE}`: {turned_away:,} candidates turned away" in card
     assert f"reaches {options.validity_threshold} describes" in card
+    compared = options.strategy_config().rules.encoder_threshold
+    assert options.validity_encoder == "sentence_transformers_int8"  # the default family
+    assert compared < options.validity_threshold  # its margin, which the card names
+    assert f"{options.validity_encoder} cosines are compared at {compared}," in card
     assert model["sha256"] in card
     limitations = card.split("## Known limitations")[1]
     assert f"cosine {options.validity_threshold} or more" in limitations
@@ -140,6 +151,21 @@ def test_without_a_validity_model_mcic_chooses_the_papers_decoys(shared, synthet
     with open(dataset_path(directory, CARD_FILE), encoding="utf-8") as handle:
         limitations = handle.read().split("## Known limitations")[1]
     assert "not decoys that describe it in other words (`--validity_model none`)" in limitations
+
+
+@pytest.mark.parametrize("family", ENCODERS)
+def test_the_rule_compares_a_familys_cosines_its_margin_apart(family):
+    """A family whose vectors stray from float32's by up to an angle compares at the cosine
+    that angle further apart; the float32 family at the threshold itself."""
+    margin = ENCODERS[family].margin
+    for threshold in (0.3, 0.5, 0.99, 1.0):
+        options = GenerateOptions(
+            input="in.json", output="", validity_threshold=threshold, validity_encoder=family
+        )
+        compared = options.strategy_config().rules.encoder_threshold
+        assert compared == compared_threshold(threshold, family)
+        assert math.acos(compared) == pytest.approx(math.acos(threshold) + margin, abs=1e-5)
+    assert GenerateOptions(input="", output="", validity_model="none").compared_threshold() is None
 
 
 def test_a_threshold_outside_0_to_1_is_refused_in_one_line(tmp_path):

@@ -15,7 +15,12 @@ from pipelines.options.fields import ints
 from pipelines.options.train import TrainOptions
 from schemas.options import REQUIRED, Group, below, option
 from schemas.records import RawCaption
-from transforms.corpus.encoders.registry import DEFAULT_FAMILY, DEFAULT_MODEL, ENCODERS
+from transforms.corpus.encoders.registry import (
+    DEFAULT_FAMILY,
+    DEFAULT_MODEL,
+    ENCODERS,
+    compared_threshold,
+)
 from transforms.corpus.index import IndexConfig
 from transforms.corpus.languages.base import Language
 from transforms.corpus.languages.detect import resolve_language
@@ -307,6 +312,11 @@ class RunOptions:
             return None
         return EncoderSpec(self.validity_encoder, self.validity_model)
 
+    def compared_threshold(self) -> float | None:
+        """The cosine the rule compares with, the family's margin below the threshold."""
+        spec = self.encoder_spec()
+        return None if spec is None else compared_threshold(self.validity_threshold, spec.family)
+
     def strategy_config(self) -> StrategyConfig:
         config = StrategyConfig(
             neighbours=self.neighbours,
@@ -316,7 +326,7 @@ class RunOptions:
             rules=ValidityRules(
                 limit=self.surf_limit,
                 own_caption_rule=self.own_caption_rule,
-                encoder_threshold=self.validity_threshold if self.encoder_spec() else None,
+                encoder_threshold=self.compared_threshold(),
             ),
             index=self.index_config(),
             shard_size=self.shard_size,

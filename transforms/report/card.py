@@ -21,7 +21,7 @@ from huggingface_hub import DatasetCardData
 
 from schemas.instance import FIELDS, MCIC_OPTIONS, OPTION
 from schemas.layout import CARD_FILE, PARQUET, relative_shard_pattern
-from transforms.corpus.encoders.registry import DEFAULT_MODEL
+from transforms.corpus.encoders.registry import DEFAULT_MODEL, compared_threshold
 from transforms.corpus.languages.registry import ENGLISH
 from transforms.corpus.sentences import DEFAULT_THRESHOLD, VALIDITY_MODEL
 from transforms.corpus.split import SPLITS
@@ -260,12 +260,20 @@ def _encoder_rule(statistics: dict, manifest: dict) -> str:
     if model is None:
         return ""
     count = statistics["validity"].get(f"validity/{DESCRIBES_RULE}", 0)
+    threshold, family = manifest["options"]["validity_threshold"], model[VALIDITY_MODEL]["family"]
+    compared = compared_threshold(threshold, family)
+    margin = (
+        f" Its {family} cosines are compared at {compared}, so that each decoy's float32 "
+        f"cosine stays below {threshold} as well."
+        if compared != threshold
+        else ""
+    )
     return (
         f"\n\n`{DESCRIBES_RULE}`: a candidate whose sentence-encoder cosine to any caption of "
-        f"the target's image reaches {manifest['options']['validity_threshold']} describes that "
+        f"the target's image reaches {threshold} describes that "
         f"image too, and is no decoy ({count:,} turned away). Encoder: `{model['path']}` "
-        f"({model[VALIDITY_MODEL]['family']}), weights sha256 `{model['sha256']}`, reading "
-        "each caption as written (`option_originals`)."
+        f"({family}), weights sha256 `{model['sha256']}`, reading "
+        f"each caption as written (`option_originals`).{margin}"
     )
 
 
