@@ -2,6 +2,7 @@
 encoder, so that it cannot rot unnoticed; and its AUC against scikit-learn's."""
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -139,9 +140,13 @@ def test_the_replaced_share_counts_the_baselines_decoys_missing_from_the_same_ex
 
 def test_the_run_rows_compare_each_run_with_the_none_run():
     def result(threshold, instances, coverage):
+        estimated = None if threshold is None else validity.Estimate(0.02, 0.01, 0.03)
+        as_judged = None if threshold is None else validity.Estimate(0.04, 0.03, 0.06)
+        float32 = (None, 0.61) if threshold is None else (3, 0.512)
         return validity.RunResult(
-            threshold, instances, coverage, 0 if threshold is None else 7, 1.0
-        )
+            threshold, instances, coverage, 0 if threshold is None else 7, 1.0, estimated,
+            as_judged, float32,
+        )  # fmt: skip
 
     none = [
         instance("a.jpg#0", "a.jpg", ["b.jpg#0", "c.jpg#1"], [0.6, 0.4]),
@@ -165,33 +170,32 @@ def test_the_run_rows_compare_each_run_with_the_none_run():
     assert not rows[1].meets_targets  # closeness down 20%, coverage 90%
     assert validity.chosen_run(rows).startswith("No threshold meets every target")
     table = validity.run_lines(rows, "none")
-    assert len(table) == 4 and table[3].startswith("| 0.50 | 2 | 0 (0.0%) | 25.0% | 90.0% | 2 |")
+    assert len(table) == 4 and table[2].startswith("| none | 3 | 1 (33.3%) | - | - | 0.0% |")
+    assert table[2].endswith("| 0 | - | 1s |") and table[3].endswith("| 7 | 3 (0.512) | 1s |")
+    assert table[3].startswith(
+        "| 0.50 | 2 | 0 (0.0%) | 2.0% (1.0%-3.0%) | 4.0% (3.0%-6.0%) | 25.0% | 90.0% | 2 |"
+    )
 
 
 def test_the_chosen_run_is_the_largest_threshold_meeting_every_target():
-    def row(threshold, describing, ratio, coverage):
+    def row(threshold, high, ratio, coverage):
+        as_judged = validity.Estimate(high - 0.01, high - 0.02, high)
+        # the judged decoys (0 of 100 describing) are too few to decide, and the estimate
+        # over all decoys (1%) is not what the target counts: the estimate as judged decides
         return validity.RunRow(
-            validity.run_label(threshold),
-            threshold,
-            100,
-            describing,
-            0.1,
-            coverage,
-            10,
-            0.5 * ratio,
-            ratio,
-            0,
-            1.0,
-        )
+            validity.run_label(threshold), threshold, 100, 0, 0.1, coverage, 10, 0.5 * ratio,
+            ratio, 0, 1.0, validity.Estimate(0.01, 0.0, 0.02), as_judged, (0, 0.4),
+        )  # fmt: skip
 
     rows = [
-        row(None, 25, 1.0, 1.0),
-        row(0.5, 2, 0.95, 0.99),
-        row(0.6, 4, 0.97, 0.98),
-        row(0.7, 9, 0.99, 0.99),  # 9% describing
-        row(0.65, 3, 0.99, 0.9),  # coverage 90%
+        row(None, 0.25, 1.0, 1.0),
+        row(0.5, 0.02, 0.95, 0.99),
+        row(0.6, 0.04, 0.97, 0.98),
+        row(0.7, 0.06, 0.99, 0.99),  # the interval reaches 6%
+        row(0.65, 0.03, 0.99, 0.9),  # coverage 90%
     ]
     assert validity.chosen_run(rows).startswith("Chosen threshold: 0.60 ")
+    assert not replace(rows[2], as_judged=None).meets_targets
     assert validity.parse_runs("none,0.45,0.5") == [None, 0.45, 0.5]
 
 
@@ -208,3 +212,95 @@ def test_the_instances_are_read_from_every_splits_parquet(tmp_path):
     rows = validity.read_instances(str(tmp_path))
     assert sorted(row["example_id"] for row in rows) == ["a.jpg_0", "b.jpg_1"]
     assert set(rows[0]) == set(validity.RUN_FIELDS) and rows[0]["decoy_sim_pv"] == [0.25]
+
+
+def test_the_calibration_rises_with_the_cosine_and_its_interval_holds_the_estimate():
+    rng = np.random.default_rng(0)
+    scores = rng.random(4000)
+    describes = rng.random(4000) < scores**3  # P(describes | s) = s^3
+    calibration = validity.calibrated(scores, describes, resamples=50)
+    fitted = calibration.fit.predict(np.linspace(0.0, 1.0, 101))
+    assert np.all(np.diff(fitted) >= 0) and fitted[0] < 0.05 < 0.8 < fitted[-1]
+    near_threshold = np.full(1000, 0.9)  # decoys pushed up to a threshold of 0.9
+    far_below = rng.random(1000) * 0.5
+    high, low = calibration.estimate(near_threshold), calibration.estimate(far_below)
+    assert high.low <= high.share <= high.high and low.low <= low.share <= low.high
+    assert high.share == pytest.approx(0.9**3, abs=0.06)
+    assert low.share == pytest.approx(np.mean(far_below**3), abs=0.02)
+    assert np.isnan(calibration.estimate(np.array([])).share)
+    # weighing the decoys near the threshold ten times as much moves the estimate to them
+    both = np.concatenate([near_threshold, far_below])
+    weights = np.where(both > 0.5, 10.0, 1.0)
+    weighted = calibration.estimate(both, weights)
+    assert weighted.share == pytest.approx((10 * high.share + low.share) / 11, abs=1e-9)
+
+
+def test_the_judged_selection_is_the_judged_share_of_all_pairs_band_by_band():
+    captions = {f"{image}.jpg#{k}": "" for image in "abcd" for k in range(2)}
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(len(captions), 6))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    space = validity.CaptionSpace(
+        vectors,
+        {caption_id: row for row, caption_id in enumerate(sorted(captions))},
+        validity.captions_by_image(captions),
+    )
+    # every pair of a.jpg or b.jpg and another image's caption: 2 x 6; judged: two of them
+    every = np.concatenate(
+        [(space.of([c for c in captions if not c.startswith(i)]) @ space.of(
+            space.by_image[i]).T).max(axis=1) for i in ("a.jpg", "b.jpg")]
+    )  # fmt: skip
+    judged = every[[0, 7]]
+    selection = validity.judged_selection(judged, ["a.jpg", "b.jpg"], space, bands=4)
+    edges = np.linspace(-1.0, 1.0, 5)
+    expected = np.histogram(judged, edges)[0] / np.maximum(np.histogram(every, edges)[0], 1)
+    assert selection.likelihood.tolist() == pytest.approx(expected.tolist())
+    assert selection.weights(np.array([-1.0, 0.99, 1.0])).tolist() == pytest.approx(
+        [expected[0], expected[3], expected[3]]
+    )
+
+
+def test_each_chosen_decoy_is_scored_by_its_closest_caption_of_the_target_image():
+    captions = {"a.jpg#0": "x", "a.jpg#1": "y", "b.jpg#0": "z", "c.jpg#0": "w"}
+    vectors = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.6, 0.8, 0.0], [0.0, 0.0, 1.0]])
+    space = validity.CaptionSpace(
+        vectors,
+        {caption_id: row for row, caption_id in enumerate(sorted(captions))},
+        validity.captions_by_image(captions),
+    )
+    instances = [
+        instance("a.jpg#0", "a.jpg", ["b.jpg#0", "c.jpg#0"]),
+        instance("a.jpg#1", "a.jpg", ["b.jpg#0"]),  # (a, b#0) again: scored once
+        instance("b.jpg#0", "b.jpg", ["a.jpg#1"]),
+    ]
+    # sorted pairs: (a, b#0) max(0.6, 0.8); (a, c#0) 0; (b, a#1) 0.8
+    assert validity.decoy_cosines(instances, space).tolist() == pytest.approx([0.8, 0.0, 0.8])
+
+
+class HashedEncoder:
+    """Unit vectors from each text's hash: a stand-in for an encoder's ``encode``."""
+
+    def encode(self, texts):
+        vectors = np.array([np.random.default_rng(abs(hash(t))).normal(size=8) for t in texts])
+        return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_the_judged_calibration_leaves_out_the_images_own_captions(captions):
+    pairs = validity.judged_pairs(validity.FLICKR8K)[:300]
+    by_image = validity.captions_by_image(captions)
+    needed = validity.needed_captions(pairs, by_image)
+    space = validity.caption_space(HashedEncoder(), {c: captions[c] for c in needed})
+    assert space.vectors.dtype == np.float64 and len(space.rows) == len(needed)
+    assert np.allclose(space.of(needed[:2]), HashedEncoder().encode(
+        [captions[c] for c in needed[:2]]
+    ))  # fmt: skip
+    calibration, selection, lines = validity.judged_calibration(pairs, space)
+    others = sum(not pair.own for pair in pairs)
+    assert 0 < others < len(pairs)
+    assert lines[0].startswith(f"P(describes | encoder cosine), from the {others:,} judged")
+    rows = table_rows("\n".join(lines), "encoder cosine")
+    assert len(rows) == len(validity.BANDS) - 1
+    assert sum(int(row[1].replace(",", "")) for row in rows) == others
+    assert len(calibration.resampled) == validity.BOOTSTRAP
+    # at most 300 judged pairs among the pairs of 300 images' and all captions
+    assert 0 < selection.likelihood.max() <= 1 and selection.likelihood.min() >= 0
