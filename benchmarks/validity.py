@@ -55,6 +55,7 @@ from transforms.corpus.encoders.registry import (
     DEFAULT_FAMILY,
     DEFAULT_MODEL,
     ENCODERS,
+    compared_threshold,
     load_encoder,
 )
 from transforms.corpus.normalize import normalize_caption
@@ -70,6 +71,8 @@ CAPTIONS_FILE = "Flickr8k.token.txt"
 JUDGMENTS_FILE = "ExpertAnnotations.txt"
 DESCRIBES = 3.0  # the experts' mean score from which a caption describes the image
 THRESHOLDS = tuple(round(0.50 + 0.05 * k, 2) for k in range(10))  # 0.50 ... 0.95
+# the model as published: part 1's default family, and part 2 checks the decoys by it too
+FLOAT32 = "sentence_transformers"
 KEPT_INVALID_TARGET = 0.05  # the suggested threshold keeps at most this share of invalid ones
 ENCODER = "encoder max cosine"
 PV_MEAN, PV_MAX = "PV mean cosine", "PV max cosine"
@@ -245,13 +248,16 @@ def threshold_table(
     pv: np.ndarray,
     describes: np.ndarray,
     thresholds: Sequence[float] = THRESHOLDS,
-    margin: float = 0.0,
+    family: str = FLOAT32,
 ) -> list[tuple[ThresholdRow, ThresholdRow]]:
     """For each encoder threshold, its row and the row of the PV threshold rejecting the same
     share of all pairs: the two signals compared at the same cost. The encoder's cosines are
-    compared ``margin`` below each threshold, as the rule compares its family's."""
+    compared where the rule compares ``family``'s (``compared_threshold``)."""
     rows = [
-        replace(threshold_row(encoder, describes, threshold - margin), threshold=threshold)
+        replace(
+            threshold_row(encoder, describes, compared_threshold(threshold, family)),
+            threshold=threshold,
+        )
         for threshold in thresholds
     ]
     return [
@@ -345,8 +351,7 @@ def measure(
     seconds = time.perf_counter() - started
     signals.update(pv_signal(pairs, captions, config))
     pv_seconds = time.perf_counter() - started - seconds
-    margin = ENCODERS[family].margin
-    table = threshold_table(signals[ENCODER], signals[PV_MAX], describes, thresholds, margin)
+    table = threshold_table(signals[ENCODER], signals[PV_MAX], describes, thresholds, family)
     best, why = suggested([encoder for encoder, _ in table])
     return "\n".join(
         [
@@ -363,9 +368,10 @@ def measure(
             "",
             *auc_table(signals, pairs),
             "",
-            "Rejecting a pair whose encoder cosine reaches the threshold (less the "
-            f"family's margin, {margin:g}); PV max cosine at the threshold rejecting the same "
-            f"share of all pairs. Invalid: experts' mean >= {DESCRIBES:g}; valid: the others.",
+            "Rejecting a pair whose encoder cosine reaches the threshold (its angle widened "
+            f"by the family's margin, {ENCODERS[family].margin:g} rad, as the rule compares "
+            "it); PV max cosine at the threshold rejecting the same share of all pairs. "
+            f"Invalid: experts' mean >= {DESCRIBES:g}; valid: the others.",
             "",
             *threshold_lines(table),
             "",
@@ -381,8 +387,6 @@ def measure(
 # Part 2: the rule in the pipeline, run by run.
 
 RUN_FIELDS = ("example_id", "split", "image_id", "decoy_caption_ids", "decoy_sim_pv")
-# the decoys are checked against the threshold by this family too: the model as published
-FLOAT32 = "sentence_transformers"
 CLOSENESS_FALL_TARGET = 0.07  # mean decoy closeness may fall at most this much against none
 COVERAGE_TARGET = 0.95  # every split keeps at least this coverage share
 

@@ -10,6 +10,7 @@ from sklearn.metrics import roc_auc_score
 
 from benchmarks import validity
 from tests.support.tiny_encoder import tiny_encoder
+from transforms.corpus.encoders.registry import ENCODERS, compared_threshold
 
 PAIRS = 200
 
@@ -81,6 +82,16 @@ def test_the_matched_pv_threshold_rejects_the_same_share():
     encoder, pv, describes = rng.random(1000), rng.random(1000), rng.random(1000) < 0.2
     for encoder_row, pv_row in validity.threshold_table(encoder, pv, describes):
         assert pv_row.rejected == pytest.approx(encoder_row.rejected, abs=1e-3)
+
+
+@pytest.mark.parametrize("family", ENCODERS)
+def test_the_threshold_table_rejects_where_the_rule_compares_the_familys_cosines(family):
+    rng = np.random.default_rng(0)
+    encoder, describes = rng.random(2000), rng.random(2000) < 0.2
+    for row, _ in validity.threshold_table(encoder, encoder, describes, (0.5, 0.9), family):
+        compared = compared_threshold(row.threshold, family)
+        assert row.rejected == np.mean(encoder >= compared)
+        assert (compared < row.threshold) == (ENCODERS[family].margin > 0)
 
 
 def test_the_suggested_threshold_is_the_largest_keeping_few_invalid_decoys():
