@@ -39,7 +39,7 @@ NO_MODEL = "none"  # --validity_model none: the paper's rules only
 # The cosine at which a candidate describes the target's image, chosen with all-MiniLM-L6-v2
 # on Flickr8k's expert judgments (benchmarks/validity.py; docs/results.md): with the int8
 # family's margin it keeps 11% of the pairs the experts judged to describe the image and
-# rejects 9% of the others; of a default Flickr8k run's decoys an estimated 1.8% describe
+# rejects 8.5% of the others; of a default Flickr8k run's decoys an estimated 1.8% describe
 # the image (3.4% weighed as the experts chose pairs to judge), against 3.0% (6.1%) at
 # 0.55 and 19% (56%) without the rule. What it costs: docs/results.md.
 DEFAULT_THRESHOLD = 0.5

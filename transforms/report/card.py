@@ -292,7 +292,7 @@ def _validity_limits(manifest: dict) -> str:
         f"(`{DESCRIBES_RULE}`). The encoder misses some rewordings and turns away some decoys "
         f"that do not describe the image: on Flickr8k's expert judgments, {DEFAULT_MODEL} at "
         f"{DEFAULT_THRESHOLD} (the defaults) keeps about one in nine pairs judged to describe "
-        "the image and turns away about one in eleven of the others."
+        "the image and turns away about one in twelve of the others."
     )
 
 
