@@ -2,6 +2,7 @@
 encoder, so that it cannot rot unnoticed; and its AUC against scikit-learn's."""
 
 import re
+import zlib
 from dataclasses import replace
 
 import numpy as np
@@ -289,10 +290,12 @@ def test_each_chosen_decoy_is_scored_by_its_closest_caption_of_the_target_image(
 
 
 class HashedEncoder:
-    """Unit vectors from each text's hash: a stand-in for an encoder's ``encode``."""
+    """Unit vectors from each text's CRC (the same in every process, unlike ``hash``): a
+    stand-in for an encoder's ``encode``."""
 
     def encode(self, texts):
-        vectors = np.array([np.random.default_rng(abs(hash(t))).normal(size=8) for t in texts])
+        rngs = [np.random.default_rng(zlib.crc32(t.encode())) for t in texts]
+        vectors = np.array([rng.normal(size=8) for rng in rngs])
         return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
 
