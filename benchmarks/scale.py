@@ -194,9 +194,10 @@ class Run:
 
 
 def peak_rss_of_tree(root_pid: int, stop: threading.Event, result: list, limit: int) -> None:
-    """Samples the summed RSS of a process and all its descendants; kills the process
-    group when the sum passes ``limit`` bytes (0: no limit)."""
-    peak = 0
+    """Samples the summed RSS of a process and all its descendants, and the process's own
+    (generate's: the local runner, which holds what crosses a shuffle in memory); kills the
+    process group when the sum passes ``limit`` bytes (0: no limit). Appends both peaks."""
+    peak = root_peak = 0
     while not stop.is_set():
         children: dict[int, list[int]] = {}
         rss: dict[int, int] = {}
@@ -215,12 +216,12 @@ def peak_rss_of_tree(root_pid: int, stop: threading.Event, result: list, limit: 
             pid = stack.pop()
             total += rss.get(pid, 0)
             stack.extend(children.get(pid, []))
-        peak = max(peak, total)
+        peak, root_peak = max(peak, total), max(root_peak, rss.get(root_pid, 0))
         if limit and total > limit:
             os.killpg(root_pid, signal.SIGKILL)
             break
         stop.wait(0.5)
-    result.append(peak)
+    result.extend((peak, root_peak))
 
 
 class OverBudget(Exception):
@@ -281,6 +282,7 @@ def generate(
     return {
         "wall": time.monotonic() - started,
         "peak_rss": peak[0],
+        "runner_rss": peak[1],
         "manifest": read_manifest(directory),
         "directory": directory,
     }
@@ -310,6 +312,7 @@ def completed_entry(name: str, run: Run, result: dict) -> dict:
         "captions": metrics.get("corpus/captions", 0),
         "wall_s": round(result["wall"], 1),
         "peak_rss_bytes": result["peak_rss"],
+        "runner_peak_rss_bytes": result["runner_rss"],
         "stages_ms": {key: metrics[key] for key, _ in STAGES if key in metrics},
         "commit": result["manifest"]["code"]["git_commit"],
     }
@@ -603,7 +606,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{counts['mean_decoy_sim_pv']:.3f}",
                     )
                 )
-    rows = [("run", *(label for _, label in STAGES), "wall", "peak RSS")]
+    rows = [("run", *(label for _, label in STAGES), "wall", "peak RSS", "runner's peak RSS")]
     for name, result in results.items():
         metrics = timed_steps(result["manifest"])
         rows.append(
@@ -612,6 +615,7 @@ def main(argv: list[str] | None = None) -> int:
                 *(f"{metrics[key] / 1000:.0f}s" if key in metrics else "-" for key, _ in STAGES),
                 f"{result['wall'] / 60:.1f} min",
                 f"{result['peak_rss'] / 2**30:.1f} GiB",
+                f"{result['runner_rss'] / 2**30:.1f} GiB",
             )
         )
     print()
