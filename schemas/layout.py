@@ -80,6 +80,7 @@ INFERRED_DIRECTORY = "pv_inferred"  # a sampled run's inferred vectors, one file
 SENTENCE_PARTS_DIRECTORY = "sentence_parts"  # the sentence encoder's vectors, one file a shard
 EDGES_DIRECTORY = "edges"  # closed sets' allowed pairs, by part
 LEFTOVERS_DIRECTORY = "leftovers"  # closed sets' captions left for the border rounds
+BORDER_DIRECTORY = "border_rounds"  # closed sets' border rounds' groups, a folder each
 SELECTIONS_DIRECTORY = "selections"  # closed sets' chosen sets, before instances are built
 
 

@@ -9,7 +9,13 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from transforms import spill
-from transforms.spill import RemoveAfter, SpillToFiles, ThroughFiles, read_spilled
+from transforms.spill import (
+    GroupThroughFiles,
+    RemoveAfter,
+    SpillToFiles,
+    ThroughFiles,
+    read_spilled,
+)
 
 ROWS = [("a", 1), ("b", {"x": [1, 2]}), ("a", 3), ("c", "text"), ("a", 5), ("b", None)]
 
@@ -44,4 +50,24 @@ def test_through_files_merges_pcollections_and_removes_its_folder(tmp_path, monk
         second = pipeline | "Second" >> beam.Create(["a", "b"])
         merged = (first, second) | ThroughFiles(folder=where, name="merged")
         assert_that(merged, equal_to([*range(20), "a", "b"]))
+    assert not os.path.exists(folder)
+
+
+def test_group_through_files_groups_several_pcollections_by_key_and_removes_its_folder(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(spill, "FILE_BYTES", 1)
+    folder = str(tmp_path / "grouped")
+    with TestPipeline() as pipeline:
+        where = pipeline | "Folder" >> beam.Create([folder])
+        first = pipeline | "First" >> beam.Create(ROWS[:4])
+        second = pipeline | "Second" >> beam.Create([*ROWS[4:], ("d", 0)])
+        grouped = (first, second) | GroupThroughFiles(folder=where, name="grouped")
+        assert_that(
+            grouped | beam.MapTuple(lambda key, values: (key, sorted(map(repr, values)))),
+            equal_to(
+                [("a", ["1", "3", "5"]), ("b", ["None", "{'x': [1, 2]}"]), ("c", ["'text'"]),
+                 ("d", ["0"])]
+            ),
+        )  # fmt: skip
     assert not os.path.exists(folder)

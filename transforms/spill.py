@@ -12,7 +12,8 @@ is read (:class:`RemoveAfter`). A retried bundle's file is in no piece that is r
 goes with the folder.
 
 The same runners also hold whatever a Flatten of several stages' outputs carries (they
-always materialise it), so :class:`ThroughFiles` merges PCollections by their pieces.
+always materialise it), so :class:`ThroughFiles` merges PCollections by their pieces, and
+:class:`GroupThroughFiles` groups several PCollections' values by key the same way.
 """
 
 import io
@@ -30,7 +31,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from transforms.files import delete_folder, unfenced, write_file
 from transforms.memory import packed
-from transforms.progress import timed_items
+from transforms.progress import timed, timed_items
 
 # What a worker holds before it writes a file: 64 MB keeps a worker's share small and the
 # files few (a 3.3M-caption run's 1.8 GB of leftovers in about 30 files, not one per key).
@@ -131,6 +132,48 @@ def _read_piece(keyed: tuple[int, Piece]) -> Iterator[Any]:
     return timed_items(SPILL, "read", read_spilled([keyed[1]]))
 
 
+def _read_group(keyed: tuple[Any, Iterable[Piece]]) -> tuple[Any, list]:
+    key, pieces = keyed
+    with timed(SPILL, "read"):
+        return key, list(read_spilled(pieces))
+
+
+def _as_tuple(pcolls) -> tuple[beam.PCollection, ...]:
+    return (pcolls,) if isinstance(pcolls, beam.PCollection) else tuple(pcolls)
+
+
+class _ThroughFolder(beam.PTransform):
+    """What crosses the runner through files under ``folder`` (counted as
+    ``spilled/<name>``), which go once all are read."""
+
+    def __init__(
+        self, *, folder: beam.PCollection, name: str, fence: Callable[[], None] = unfenced
+    ):
+        super().__init__()
+        self._folder, self._name, self._fence = folder, name, fence
+
+    def _pieces(self, pcolls) -> beam.PCollection:
+        """Each input's (key, value) spilled on its own (a Flatten of their values would be
+        held in the runner), then their pieces, which are small, flattened."""
+        spill = dict(folder=self._folder, name=self._name, fence=self._fence)
+        return [
+            pcoll | f"Spill{i}" >> SpillToFiles(**spill)
+            for i, pcoll in enumerate(_as_tuple(pcolls))
+        ] | "Pieces" >> beam.Flatten()
+
+
+class GroupThroughFiles(_ThroughFolder):
+    """(key, value) PCollections, one or a tuple of them -> (key, [its values in all of
+    them]) as a GroupByKey of their Flatten would give, in no particular order."""
+
+    def expand(self, pcolls):
+        grouped = (
+            self._pieces(pcolls) | "Group" >> beam.GroupByKey() | "Read" >> beam.Map(_read_group)
+        )
+        _ = grouped | "Remove" >> RemoveAfter(self._folder)
+        return grouped
+
+
 class _Dealt(beam.DoFn):
     """Element n -> (n mod SPREAD, element): keys for pieces that spread over workers."""
 
@@ -142,31 +185,16 @@ class _Dealt(beam.DoFn):
         yield self._dealt % SPREAD, element
 
 
-class ThroughFiles(beam.PTransform):
-    """A PCollection or a tuple of them -> one PCollection of all their elements (in no
-    particular order), which crosses the runner as pieces of files under ``folder``,
-    removed once all are read."""
-
-    def __init__(
-        self, *, folder: beam.PCollection, name: str, fence: Callable[[], None] = unfenced
-    ):
-        super().__init__()
-        self._folder, self._name, self._fence = folder, name, fence
+class ThroughFiles(_ThroughFolder):
+    """A PCollection or a tuple of them -> one PCollection of all their elements, in no
+    particular order."""
 
     def expand(self, pcolls):
-        if isinstance(pcolls, beam.PCollection):
-            pcolls = [pcolls]
-        pieces = [
-            pcoll
-            | f"Deal{i}" >> beam.ParDo(_Dealt())
-            | f"Spill{i}" >> SpillToFiles(folder=self._folder, name=self._name, fence=self._fence)
-            for i, pcoll in enumerate(pcolls)
+        dealt = [
+            pcoll | f"Deal{i}" >> beam.ParDo(_Dealt()) for i, pcoll in enumerate(_as_tuple(pcolls))
         ]
         elements = (
-            pieces
-            | "Pieces" >> beam.Flatten()
-            | "Spread" >> beam.Reshuffle()
-            | "Read" >> beam.FlatMap(_read_piece)
+            self._pieces(dealt) | "Spread" >> beam.Reshuffle() | "Read" >> beam.FlatMap(_read_piece)
         )
         _ = elements | "Remove" >> RemoveAfter(self._folder)
         return elements

@@ -39,7 +39,12 @@ from dataclasses import dataclass
 
 import apache_beam as beam
 
-from schemas.layout import EDGES_DIRECTORY, LEFTOVERS_DIRECTORY, SELECTIONS_DIRECTORY
+from schemas.layout import (
+    BORDER_DIRECTORY,
+    EDGES_DIRECTORY,
+    LEFTOVERS_DIRECTORY,
+    SELECTIONS_DIRECTORY,
+)
 from schemas.options import Group, below, option
 from schemas.records import SKIPPED
 from transforms.corpus.neighbours import BuildIndexes
@@ -55,8 +60,8 @@ from transforms.strategies.invariants import WrittenDataset, holds
 # What grows with the corpus crosses the runner through files under the corpus directory
 # (transforms/spill.py): Beam's local runner held every edge of a 3.3M-caption run in its
 # own process (7.5 GB), then the parts' selections and leftovers (3.6 GB, 8.2 GB as they
-# were handed on).
-SPILLED = (EDGES_DIRECTORY, LEFTOVERS_DIRECTORY, SELECTIONS_DIRECTORY)
+# were handed on), then the border rounds' groups (6.1 GB in the first).
+SPILLED = (EDGES_DIRECTORY, LEFTOVERS_DIRECTORY, BORDER_DIRECTORY, SELECTIONS_DIRECTORY)
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,7 @@ class ClosedSets(DecoyStrategy):
             own.set_memberships,
             searched=searched,
             folder=folders[LEFTOVERS_DIRECTORY],
+            rounds_folder=folders[BORDER_DIRECTORY],
             trees=trees,
         )
         selections = (formed.selections, *border.selections)  # a tuple: Beam takes a list for one

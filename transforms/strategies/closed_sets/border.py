@@ -13,19 +13,21 @@ region, and the room it used back to each caption's part. No group holds more th
 parts' leftovers, whatever the corpus size.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from schemas.layout import BORDER_DIRECTORY
 from schemas.records import SKIPPED, Selection, Skip
 from transforms.corpus.neighbours import SharedCorpus
 from transforms.corpus.store import Corpus
 from transforms.progress import Progress, timed, timed_items
 from transforms.seeds import keyed_int
-from transforms.spill import ThroughFiles
+from transforms.spill import GroupThroughFiles, RemoveAfter, ThroughFiles
 from transforms.strategies.closed_sets.cliques import COVERED, LEFT_OUT, border_sets
 from transforms.strategies.closed_sets.grants import (
     CAPACITY,
@@ -159,12 +161,11 @@ class _Grant(beam.DoFn):
     def __init__(self, max_memberships: int, *, share: bool):
         self._max, self._share = max_memberships, share
 
-    def process(self, keyed: tuple[PartKey, Iterable[Requests | Room]]):
+    def process(self, keyed: tuple[PartKey, list[Requests | Room]]):
         return timed_items("closed_sets", "grants", self._granted(keyed))
 
-    def _granted(self, keyed: tuple[PartKey, Iterable[Requests | Room]]):
+    def _granted(self, keyed: tuple[PartKey, list[Requests | Room]]):
         (split, part, directory), elements = keyed
-        elements = list(elements)  # one pass over the grouped values, whatever the runner
         records = merged_room([e for e in elements if isinstance(e, Room)])
         yield beam.pvalue.TaggedOutput(CAPACITY, ((split, part, directory), records))
         requests = [e for e in elements if isinstance(e, Requests)]
@@ -222,11 +223,10 @@ class _BorderSets(beam.DoFn):
 
     def process(
         self,
-        keyed: tuple[PartKey, Iterable[Leftovers | Grant]],
+        keyed: tuple[PartKey, list[Leftovers | Grant]],
         trees: dict[str, PartTree],
     ):
         (split, node, directory), elements = keyed
-        elements = list(elements)  # one pass over the grouped values, whatever the runner
         batches = [e for e in elements if isinstance(e, Leftovers)]
         if not batches:
             return
@@ -314,7 +314,8 @@ class BorderPass(beam.PTransform):
     """(leftovers, capacity) of the parts (``forming.FormSets``) -> ``Bordered``: the
     leftovers' graphs, then ``BORDER_ROUNDS`` rounds of requests, grants and border sets up
     the part tree (module docstring). The leftovers reach their graphs through files under
-    ``folder``; ``trees``: the side input of ``plan_trees``."""
+    ``folder``, and each round's groups theirs under ``rounds_folder``, which goes after the
+    last round; ``trees``: the side input of ``plan_trees``."""
 
     def __init__(
         self,
@@ -324,11 +325,13 @@ class BorderPass(beam.PTransform):
         *,
         searched: int,
         folder: beam.PCollection,
+        rounds_folder: beam.PCollection,
         trees: beam.PCollection,
     ):
         super().__init__()
         self._corpus, self._config, self._max = corpus, config, max_memberships
         self._searched, self._folder, self._trees = searched, folder, trees
+        self._rounds_folder = rounds_folder
 
     def expand(self, formed):
         leftovers, capacity = formed
@@ -355,25 +358,27 @@ class BorderPass(beam.PTransform):
                 waiting=beam.pvalue.AsSingleton(waiting),
             )
         )
-        selections, skipped = [], []
+        selections, skipped, capacity = [], [], (capacity,)
         for shift in range(1, BORDER_ROUNDS + 1):
             rounds, grants = self._round(shift, leftovers, capacity)
             selections.append(rounds.selections)
             skipped.append(rounds[SKIPPED])
             leftovers = rounds[LEFTOVERS]
-            capacity = (grants[CAPACITY], rounds[CAPACITY]) | f"Room{shift}" >> beam.Flatten()
+            capacity = (grants[CAPACITY], rounds[CAPACITY])
+        _ = selections[-1] | "RemoveRounds" >> RemoveAfter(self._rounds_folder)
         return Bordered(tuple(selections), skipped | "Skipped" >> beam.Flatten())
 
     def _round(
-        self, shift: int, leftovers: beam.PCollection, capacity: beam.PCollection
+        self, shift: int, leftovers: beam.PCollection, capacity: tuple[beam.PCollection, ...]
     ) -> tuple[beam.pvalue.DoOutputsTuple, beam.pvalue.DoOutputsTuple]:
-        """Round ``shift``: the regions' requests, the parts' grants, the regions' sets."""
+        """Round ``shift``: the regions' requests, the parts' grants, the regions' sets; each
+        grouping through files (a Flatten, let alone a GroupByKey, of the leftovers' graphs
+        would be held whole in the local runner's process)."""
         config = self._config
         regional = leftovers | f"ToRegions{shift}" >> beam.Map(parent)
         grants = (
-            (regional | f"Requests{shift}" >> beam.FlatMap(requests_of), capacity)
-            | f"Asked{shift}" >> beam.Flatten()
-            | f"ByPart{shift}" >> beam.GroupByKey()
+            (regional | f"Requests{shift}" >> beam.FlatMap(requests_of), *capacity)
+            | f"ByPart{shift}" >> self._grouped(f"{shift}-parts")
             | f"Grant{shift}"
             >> beam.ParDo(_Grant(self._max, share=shift < BORDER_ROUNDS)).with_outputs(
                 CAPACITY, main="grants"
@@ -381,8 +386,7 @@ class BorderPass(beam.PTransform):
         )
         rounds = (
             (regional, grants.grants)
-            | f"Granted{shift}" >> beam.Flatten()
-            | f"ByRegion{shift}" >> beam.GroupByKey()
+            | f"ByRegion{shift}" >> self._grouped(f"{shift}-regions")
             | f"BorderSets{shift}"
             >> beam.ParDo(
                 _BorderSets(
@@ -398,3 +402,7 @@ class BorderPass(beam.PTransform):
             ).with_outputs(SKIPPED, LEFTOVERS, CAPACITY, main="selections")
         )
         return rounds, grants
+
+    def _grouped(self, name: str) -> GroupThroughFiles:
+        folder = self._rounds_folder | f"Folder {name}" >> beam.Map(FileSystems.join, name)
+        return GroupThroughFiles(folder=folder, name=BORDER_DIRECTORY, fence=self._config.fence)

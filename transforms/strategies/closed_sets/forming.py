@@ -8,7 +8,6 @@ against the rules directly (``cliques.border_sets``). What is still left out goe
 border pass (``border.BorderPass``), and so does the room of the captions the part filled.
 """
 
-from collections.abc import Iterable
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -20,7 +19,7 @@ from schemas.records import Selection
 from transforms.corpus.neighbours import SharedCorpus
 from transforms.progress import Progress, timed
 from transforms.seeds import keyed_int
-from transforms.spill import SPILL, Piece, RemoveAfter, SpillToFiles, read_spilled
+from transforms.spill import GroupThroughFiles
 from transforms.strategies.closed_sets.cliques import COVERED, border_sets
 from transforms.strategies.closed_sets.grants import CAPACITY, Room
 from transforms.strategies.closed_sets.grouping import form_sets
@@ -102,8 +101,8 @@ class _FormSets(beam.DoFn):
         self._oversized = Metrics.counter("closed_sets", "captions_in_parts_over_shard_size")
         self._scratch = self._progress = None
 
-    def process(self, keyed: tuple[PartKey, Iterable[Piece]], trees: dict[str, PartTree]):
-        (split, part, directory), pieces = keyed
+    def process(self, keyed: tuple[PartKey, list[Edges]], trees: dict[str, PartTree]):
+        (split, part, directory), batches = keyed
         if self._progress is None:  # a part takes seconds to minutes: say how many are done
             total = sum(tree.parts for tree in trees.values())
             self._progress = Progress("closed_sets", "parts", total, interval=0.0)
@@ -111,8 +110,7 @@ class _FormSets(beam.DoFn):
         corpus, pool = searchable.corpus, searchable.pools[split]
         if self._scratch is None:
             self._scratch = corpus.ngrams.scratch()
-        with timed(SPILL, "read"):
-            edges = merged(read_spilled(pieces))
+        edges = merged(batches)
         rows = edges.targets
         if len(rows) > self._shard_size:
             self._oversized.inc(len(rows))
@@ -164,9 +162,9 @@ class Formed(NamedTuple):
 
 
 class FormSets(beam.PTransform):
-    """((split, part, directory), Edges) -> ``Formed``: the edges spilled to files under
-    ``folder``, grouped by part, each part's sets formed (``_FormSets``); the files go once
-    every part is grouped. ``trees``: the side input of ``plan_trees``."""
+    """((split, part, directory), Edges) -> ``Formed``: the edges grouped by part through
+    files under ``folder`` (``GroupThroughFiles``), each part's sets formed (``_FormSets``).
+    ``trees``: the side input of ``plan_trees``."""
 
     def __init__(
         self,
@@ -187,9 +185,8 @@ class FormSets(beam.PTransform):
         config = self._config
         formed = (
             edges
-            | "SpillEdges"
-            >> SpillToFiles(folder=self._folder, name=EDGES_DIRECTORY, fence=config.fence)
-            | "ByPart" >> beam.GroupByKey()
+            | "ByPart"
+            >> GroupThroughFiles(folder=self._folder, name=EDGES_DIRECTORY, fence=config.fence)
             | "FormSets"
             >> beam.ParDo(
                 _FormSets(
@@ -203,5 +200,4 @@ class FormSets(beam.PTransform):
                 trees=beam.pvalue.AsSingleton(self._trees),
             ).with_outputs(LEFTOVERS, CAPACITY, main="selections")
         )
-        _ = formed.selections | "RemoveEdges" >> RemoveAfter(self._folder)
         return Formed(formed.selections, formed[LEFTOVERS], formed[CAPACITY])
