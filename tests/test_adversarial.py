@@ -6,13 +6,13 @@ import os
 import apache_beam as beam
 import numpy as np
 import pytest
-from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.options import GenerateOptions
 from schemas.layout import ADVERSARIAL_FILE, build_path, dataset_path
 from schemas.records import Reserved, Selection
 from tests.support.dataset_checks import check_dataset
+from tests.support.local import local_pipeline
 from tests.support.strategies import corpus_ref, strategy
 from tests.support.versions import SMALL
 from transforms.errors import InputError
@@ -126,7 +126,7 @@ def test_the_reserve_leaves_the_decoys_unchanged_and_the_filter_keeps_them_valid
     ref = corpus_ref(str(tmp_path / "corpus"))
     chooser = strategy("mcic", decoy_pool="all", adversarial_rounds=1, adversarial_reserve=4)
     output = str(tmp_path / "out")
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         refs = pipeline | beam.Create([ref])
         plain = refs | "Plain" >> strategy("mcic", decoy_pool="all")
         reserved = refs | "Reserved" >> chooser

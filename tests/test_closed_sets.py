@@ -7,11 +7,11 @@ import os
 import apache_beam as beam
 import numpy as np
 import pyarrow.parquet as pq
-from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from schemas.layout import corpus_folder, dataset_path
 from tests.support.dataset_checks import check_dataset, in_text_order, read_parquet
+from tests.support.local import local_pipeline
 from transforms.corpus.neighbours import load_searchable, search
 from transforms.strategies.closed_sets import ClosedSets
 from transforms.strategies.closed_sets.leftovers import (
@@ -181,7 +181,7 @@ def test_searching_deeper_allows_by_the_rules_and_puts_a_group_first(closed_sets
 def test_waiting_marks_every_leftover_of_every_batch_whatever_the_order():
     """The border pass's side input: one bool per caption up to the largest leftover."""
     batches = [np.array([7, 2]), np.array([], dtype=np.int64), np.array([4]), np.array([2, 9])]
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         waiting = (
             pipeline
             | beam.Create(batches, reshuffle=False)

@@ -7,12 +7,12 @@ stays the same while the corpus doubles gathers something; its elements must not
 What is sized by captions at scale (caption parts, output shards) is sized for this scale.
 """
 
-import apache_beam as beam
 import pytest
 from apache_beam.metrics import monitoring_infos
 
 from pipelines.generate import build_pipeline
 from pipelines.options import GenerateOptions
+from tests.support.local import local_pipeline
 from tests.support.versions import TRAINING
 from transforms.corpus import pv_training
 from transforms.dataset import write
@@ -27,7 +27,7 @@ SMALLEST_CHECKED = 64 * 1024
 def element_sizes(corpus: str, output: str) -> dict[str, tuple[int, int]]:
     """PCollection -> (elements, largest sampled element in bytes) of a generate run."""
     options = GenerateOptions(input=corpus, output=output, set_shard_size=300, **TRAINING)
-    pipeline = beam.Pipeline()
+    pipeline = local_pipeline()
     build_pipeline(pipeline, options, [corpus])
     result = pipeline.run()
     result.wait_until_finish()

@@ -17,6 +17,7 @@ from PIL import Image
 
 from pipelines.evaluate import SCORES_FOLDER, TABLE_FILE, main, run
 from pipelines.options import EvaluateOptions, GenerateOptions
+from tests.support.local import local_pipeline
 from tests.support.tiny_clip import draw_images, instances, tiny_clip, words
 from tests.support.versions import SMALL
 from transforms.errors import InputError
@@ -102,7 +103,7 @@ def test_scores_are_written_as_sorted_shards_whatever_their_order(tmp_path):
         )
         for split, image in (("test", 3), ("dev", 9), ("dev", 10), ("test", 1))
     ]
-    with beam.Pipeline() as pipeline:
+    with local_pipeline() as pipeline:
         _ = pipeline | beam.Create(rows) | WriteScores(folder=str(tmp_path), total=len(rows))
     assert os.listdir(tmp_path) == ["scores-00000-of-00001.parquet"]
     written = pq.read_table(tmp_path / "scores-00000-of-00001.parquet").to_pylist()

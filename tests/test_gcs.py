@@ -14,7 +14,6 @@ import sys
 import time
 
 import pytest
-from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from google.cloud import storage
 
@@ -24,6 +23,7 @@ from pipelines.store.versions import completed_dataset, verify_version
 from schemas.layout import LOCK_FILE
 from tests.support.dataset_checks import check_dataset
 from tests.support.gcs_emulator import PROJECT, gcs_servers
+from tests.support.local import local_pipeline
 from tests.support.version_checks import failure_after_a_train_shard, version_files
 from tests.support.versions import LIFECYCLE, SMALL, SMALL_MCIC
 from transforms.corpus.read import ReadCaptions, expand_inputs, parse_image_list, parse_lines
@@ -114,7 +114,7 @@ def test_parallel_caption_lines_and_their_image_list_read_from_gcs(gcs):
         )
     ]
     inputs = expand_inputs(f"gs://{BUCKET}/lines/de/captions.*.de")
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         captions = pipeline | ReadCaptions(inputs, images=f"gs://{BUCKET}/lines/images.txt")
         assert_that(captions, equal_to(expected))
     assert len(expected) == 160 and any("ß" in caption.caption for caption in expected)

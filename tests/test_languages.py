@@ -9,7 +9,6 @@ import sys
 
 import apache_beam as beam
 import pytest
-from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.cli import parse_options
@@ -18,6 +17,7 @@ from pipelines.options import GenerateOptions
 from pipelines.store.manifest import language_record, read_inputs, recorded_options
 from pipelines.store.versions import version_name
 from schemas.records import RawCaption
+from tests.support.local import local_pipeline
 from transforms.corpus.languages import chinese, japanese
 from transforms.corpus.languages.detect import (
     SAMPLE_PER_FILE,
@@ -225,7 +225,7 @@ def test_auto_is_resolved_from_the_input_files_and_logged_once(tmp_path, caplog)
 
 def test_normalize_captions_tokenises_by_the_language():
     captions = raw(["Zwei Männer im Garten.", "L'homme", "。"])
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         normalized = (pipeline | beam.Create(captions[:2]) | NormalizeCaptions(LANGUAGES["de"]))[
             "captions"
         ]

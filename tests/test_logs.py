@@ -16,6 +16,7 @@ from pipelines import generate
 from pipelines.options import LogOptions
 from pipelines.runner import logging_to
 from pipelines.store import versions
+from tests.support.local import local_pipeline
 from transforms import progress
 from transforms.corpus.synthetic import write_coco
 from transforms.errors import InputError
@@ -194,7 +195,7 @@ def test_timed_items_counts_making_the_items_not_the_stages_they_go_on_to(monkey
         progress.time.now += 100
         return item
 
-    pipeline = beam.Pipeline()
+    pipeline = local_pipeline()
     _ = (
         pipeline
         | beam.Create([4])

@@ -1,9 +1,9 @@
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from schemas.records import SKIPPED, RawCaption
+from tests.support.local import local_pipeline
 from transforms.corpus.normalize import MAX_TOKENS, TRUNCATED, NormalizeCaptions, normalize_caption
 
 
@@ -30,7 +30,7 @@ def _raw(caption_id, image_id, caption):
 
 
 def test_composite_skips_empty_and_duplicate_captions():
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         result = (
             pipeline
             | beam.Create(
@@ -62,7 +62,7 @@ def test_composite_skips_empty_and_duplicate_captions():
 
 def test_long_captions_are_kept_cut_and_counted():
     long = " ".join(f"w{'a' * i}" for i in range(40))
-    pipeline = TestPipeline()
+    pipeline = local_pipeline()
     result = (
         pipeline
         | beam.Create([_raw("1", "1", long), _raw("2", "1", "a dog"), _raw("3", "2", long + " x")])

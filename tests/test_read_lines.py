@@ -3,7 +3,6 @@
 import dataclasses
 
 import pytest
-from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.generate import input_checksums, main
@@ -11,6 +10,7 @@ from pipelines.options import GenerateOptions
 from pipelines.store.manifest import read_inputs
 from pipelines.store.versions import version_name
 from schemas.records import RawCaption
+from tests.support.local import local_pipeline
 from transforms.corpus.read import LINES, ReadCaptions, parse_image_list, parse_lines
 from transforms.errors import InputError
 
@@ -40,7 +40,7 @@ def test_each_caption_file_is_read_in_parallel_with_the_image_list(tmp_path):
         },
     )
     first, second = paths["captions.1.de"], paths["captions.2.de"]
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         captions = pipeline | ReadCaptions([first, second], images=paths["images.txt"])
         assert_that(
             captions,
@@ -120,7 +120,7 @@ def test_cli_refuses_a_cr_in_an_image_list_in_one_line_before_any_work(tmp_path,
 def test_a_wrong_line_count_fails_the_pipeline_naming_both_files(tmp_path):
     paths = _write(tmp_path, {"images.txt": IMAGES, "captions.1.cs": "Pes běží.\n"})
     expected = r"captions\.1\.cs: 1 lines, but the image list .*has 2"
-    with pytest.raises(Exception, match=expected), TestPipeline() as pipeline:
+    with pytest.raises(Exception, match=expected), local_pipeline() as pipeline:
         _ = pipeline | ReadCaptions([paths["captions.1.cs"]], images=paths["images.txt"])
 
 

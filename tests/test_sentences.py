@@ -10,7 +10,6 @@ import pathlib
 import apache_beam as beam
 import numpy as np
 import pytest
-from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.generate import run
@@ -26,6 +25,7 @@ from schemas.layout import (
     dataset_path,
 )
 from tests.support.dataset_checks import read_parquet
+from tests.support.local import local_pipeline
 from tests.support.tiny_encoder import tiny_encoder
 from tests.support.versions import SMALL_MCIC, TINY_ENCODER
 from transforms.corpus.encoders.registry import (
@@ -74,7 +74,7 @@ def test_every_caption_is_encoded_once_in_row_order_whatever_the_shards(tmp_path
     originals = [texts[(7 * i) % len(texts)] + ("!" * (i % 3)) for i in range(600)]
     ref = corpus_of(tmp_path / "corpus", originals)
     spec = EncoderSpec(DEFAULT_FAMILY, TINY_ENCODER)
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         written = pipeline | beam.Create([ref]) | EncodeCaptions(spec, unfenced)
         assert_that(written, equal_to([ref]))
     vectors = np.load(corpus_file(ref.directory, SENTENCE_EMBEDDINGS_FILE))

@@ -5,9 +5,9 @@ import os
 
 import apache_beam as beam
 import pytest
-from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from tests.support.local import local_pipeline
 from transforms import spill
 from transforms.spill import (
     GroupThroughFiles,
@@ -24,7 +24,7 @@ ROWS = [("a", 1), ("b", {"x": [1, 2]}), ("a", 3), ("c", "text"), ("a", 5), ("b",
 def test_values_come_back_by_key_and_the_folder_goes(tmp_path, monkeypatch, file_bytes):
     monkeypatch.setattr(spill, "FILE_BYTES", file_bytes)
     folder = str(tmp_path / "spilled")
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         where = pipeline | "Folder" >> beam.Create([folder])
         grouped = (
             pipeline
@@ -44,7 +44,7 @@ def test_values_come_back_by_key_and_the_folder_goes(tmp_path, monkeypatch, file
 def test_through_files_merges_pcollections_and_removes_its_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(spill, "FILE_BYTES", 1)
     folder = str(tmp_path / "merged")
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         where = pipeline | "Folder" >> beam.Create([folder])
         first = pipeline | "First" >> beam.Create(range(20))
         second = pipeline | "Second" >> beam.Create(["a", "b"])
@@ -58,7 +58,7 @@ def test_group_through_files_groups_several_pcollections_by_key_and_removes_its_
 ):
     monkeypatch.setattr(spill, "FILE_BYTES", 1)
     folder = str(tmp_path / "grouped")
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         where = pipeline | "Folder" >> beam.Create([folder])
         first = pipeline | "First" >> beam.Create(ROWS[:4])
         second = pipeline | "Second" >> beam.Create([*ROWS[4:], ("d", 0)])

@@ -1,8 +1,8 @@
 import apache_beam as beam
-from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that
 
 from schemas.records import Caption
+from tests.support.local import local_pipeline
 from transforms.corpus.split import AssignSplits, held_out_splits, image_key
 
 
@@ -51,6 +51,6 @@ def test_composite_assigns_every_caption_of_an_image_to_one_split():
         counts = [s for splits in by_image.values() for s in splits]
         assert (counts.count("dev"), counts.count("test"), counts.count("train")) == (4, 5, 21)
 
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         result = pipeline | beam.Create(captions) | AssignSplits(seed=3, n_dev=4, n_test=5)
         assert_that(result, check)

@@ -2,11 +2,11 @@
 
 import apache_beam as beam
 import pytest
-from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.options import GenerateOptions
 from schemas.records import SKIPPED
+from tests.support.local import local_pipeline
 from tests.support.strategies import corpus_ref, strategy
 from transforms.errors import InputError
 from transforms.strategies.registry import STRATEGIES
@@ -14,7 +14,7 @@ from transforms.strategies.registry import STRATEGIES
 
 def test_closed_sets_make_every_member_the_target_of_its_own_set(tmp_path):
     ref = corpus_ref(str(tmp_path))
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         chosen = pipeline | beam.Create([ref]) | strategy("closed_sets", set_memberships=1)
         option_sets = chosen["selections"] | beam.Map(
             lambda s: ",".join(sorted([s.target.caption_id, *(d.caption_id for d in s.decoys)]))
@@ -29,7 +29,7 @@ def test_closed_sets_make_every_member_the_target_of_its_own_set(tmp_path):
 def test_mcic_and_random_choose_four_distinct_decoys_of_other_images(tmp_path):
     ref = corpus_ref(str(tmp_path))
     for name in ("mcic", "random"):
-        with TestPipeline() as pipeline:
+        with local_pipeline() as pipeline:
             chosen = pipeline | beam.Create([ref]) | f"{name}" >> strategy(name, decoy_pool="all")
             checked = chosen["selections"] | beam.Map(
                 lambda s: (

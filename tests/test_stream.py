@@ -7,9 +7,9 @@ import apache_beam as beam
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from apache_beam.testing.test_pipeline import TestPipeline
 
 from schemas.examples import Example
+from tests.support.local import local_pipeline
 from transforms.trainer.stream import ExampleShards, WriteExamples, write_shard
 
 
@@ -80,7 +80,7 @@ def test_shards_do_not_depend_on_the_order_examples_arrive_in(tmp_path):
     members = [example(n, split) for n in range(30) for split in ("train", "dev")]
 
     def written(directory: str, order: list[Example]) -> dict[str, list[str]]:
-        with TestPipeline() as pipeline:
+        with local_pipeline() as pipeline:
             examples = pipeline | beam.Create(order, reshuffle=False)
             _ = examples | "Train" >> WriteExamples(directory=directory, split="train", seed=0)
             _ = examples | "Dev" >> WriteExamples(directory=directory, split="dev", seed=0)

@@ -6,8 +6,8 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from apache_beam.testing.test_pipeline import TestPipeline
 
+from tests.support.local import local_pipeline
 from transforms.dataset.write import (
     Format,
     ShardPlan,
@@ -23,7 +23,7 @@ LINES = Format("", ".txt", text_bytes)
 
 
 def _write(directory: str, records: list[str], num_shards: int) -> dict[str, bytes]:
-    with TestPipeline() as pipeline:
+    with local_pipeline() as pipeline:
         plan = ShardPlan(
             pipeline | "Count" >> beam.Create([num_shards]),
             pipeline | "Spill" >> beam.Create([os.path.join(directory, "_spill")]),
