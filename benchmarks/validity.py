@@ -79,20 +79,26 @@ PV_MEAN, PV_MAX = "PV mean cosine", "PV max cosine"
 
 
 @dataclass(frozen=True)
-class JudgedPair:
-    image: str  # the judged image's file name
+class ImagePair:
+    """An image and a caption: a judged pair, or a chosen decoy and its target's image."""
+
+    image: str  # the image's file name
     caption_id: str  # "<image file>#<k>": a caption of this or another image
+
+    @property
+    def own(self) -> bool:
+        """The caption is one of the image's own."""
+        return self.caption_id.rsplit("#", 1)[0] == self.image
+
+
+@dataclass(frozen=True)
+class JudgedPair(ImagePair):
     scores: tuple[int, ...]  # the three experts' scores, 1-4
 
     @property
     def describes(self) -> bool:
         """The experts' mean reaches DESCRIBES: the caption is an invalid decoy for the image."""
         return sum(self.scores) >= DESCRIBES * len(self.scores)
-
-    @property
-    def own(self) -> bool:
-        """The caption is one of the image's own."""
-        return self.caption_id.rsplit("#", 1)[0] == self.image
 
 
 def read_captions(folder: Path) -> dict[str, str]:
@@ -119,7 +125,7 @@ def captions_by_image(captions: dict[str, str]) -> dict[str, list[str]]:
     return dict(by_image)
 
 
-def image_captions(pair: JudgedPair, by_image: dict[str, list[str]]) -> list[str]:
+def image_captions(pair: ImagePair, by_image: dict[str, list[str]]) -> list[str]:
     """The image's captions the pair's caption is compared with: all but itself."""
     return [caption_id for caption_id in by_image[pair.image] if caption_id != pair.caption_id]
 
@@ -135,7 +141,7 @@ def needed_captions(pairs: Sequence[JudgedPair], by_image: dict[str, list[str]])
 def cosine_to_image(
     vectors: np.ndarray,
     rows: dict[str, int],
-    pairs: Sequence[JudgedPair],
+    pairs: Sequence[ImagePair],
     by_image: dict[str, list[str]],
     reduce: Callable[[np.ndarray], float],
 ) -> np.ndarray:
@@ -506,15 +512,8 @@ def judged_selection(
 def decoy_cosines(instances: Sequence[dict], space: CaptionSpace) -> np.ndarray:
     """Each distinct chosen (target image, decoy caption) pair's max cosine to the image's
     captions: what the rule compares with its threshold. Sorted by pair."""
-    chosen = sorted(chosen_pairs(instances))
-    by_target: dict[str, list[int]] = defaultdict(list)
-    for k, (image, _) in enumerate(chosen):
-        by_target[image].append(k)
-    cosines = np.empty(len(chosen), dtype=np.float64)
-    for image, ks in by_target.items():
-        decoys = space.of([chosen[k][1] for k in ks])
-        cosines[ks] = (decoys @ space.of(space.by_image[image]).T).max(axis=1)
-    return cosines
+    chosen = [ImagePair(*pair) for pair in sorted(chosen_pairs(instances))]
+    return cosine_to_image(space.vectors, space.rows, chosen, space.by_image, np.max)
 
 
 def judged_calibration(
