@@ -13,6 +13,7 @@ import os
 import tempfile
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -73,6 +74,24 @@ class ImageEncoder(ABC):
             finally:
                 torch.use_deterministic_algorithms(was_deterministic)
         return vectors.reshape(len(pixels), -1).float().numpy()
+
+
+class TransformEncoder(ImageEncoder):
+    """A family whose models come with a picture transform (torchvision's, open_clip's) and
+    whose random weights would measure nothing, so named weights or a checkpoint are needed."""
+
+    def __init__(self, model: Any, transform: Callable):
+        super().__init__(model)
+        self._transform = transform
+
+    @classmethod
+    def problems(cls, spec: EncoderSpec) -> list[str]:
+        if spec.pretrained or spec.checkpoint:
+            return []
+        return [f"--library {cls.name} needs --pretrained or --checkpoint: random weights"]
+
+    def preprocess(self, picture) -> np.ndarray:
+        return self._transform(picture).numpy()
 
 
 def seeded(needed_by: str) -> Any:

@@ -4,12 +4,10 @@ the model's image embedding (``encode_image``), the one it compares with texts."
 import os
 from typing import ClassVar
 
-import numpy as np
-
 from transforms.errors import InputError
 from transforms.vision.encoders.base import (
     EncoderSpec,
-    ImageEncoder,
+    TransformEncoder,
     first_line,
     local_checkpoint,
     seeded,
@@ -17,7 +15,7 @@ from transforms.vision.encoders.base import (
 from transforms.vision.extra import vision_module
 
 
-class OpenClipImage(ImageEncoder):
+class OpenClipImage(TransformEncoder):
     name: ClassVar[str] = "open_clip"
     default_model: ClassVar[str] = "ViT-B-32"
     summary: ClassVar[str] = (
@@ -25,16 +23,6 @@ class OpenClipImage(ImageEncoder):
         "(laion2b_s34b_b79k), --checkpoint a weights file of --model or a folder with "
         "open_clip_config.json"
     )
-
-    def __init__(self, model, transform):
-        super().__init__(model)
-        self._transform = transform
-
-    @classmethod
-    def problems(cls, spec: EncoderSpec) -> list[str]:
-        if spec.pretrained or spec.checkpoint:
-            return []
-        return ["--library open_clip needs --pretrained or --checkpoint: random weights"]
 
     @classmethod
     def load(cls, spec: EncoderSpec) -> "OpenClipImage":
@@ -58,9 +46,6 @@ class OpenClipImage(ImageEncoder):
                 f"({first_line(error)})"
             ) from error
         return cls(model, transform)
-
-    def preprocess(self, picture) -> np.ndarray:
-        return self._transform(picture).numpy()
 
     def features(self, pixels):
         return self.model.encode_image(pixels)

@@ -4,12 +4,10 @@ input of the model's last linear layer (a ResNet's 2048 pooled features)."""
 
 from typing import ClassVar
 
-import numpy as np
-
 from transforms.errors import InputError
 from transforms.vision.encoders.base import (
     EncoderSpec,
-    ImageEncoder,
+    TransformEncoder,
     first_line,
     local_checkpoint,
     seeded,
@@ -17,23 +15,13 @@ from transforms.vision.encoders.base import (
 from transforms.vision.extra import vision_module
 
 
-class TorchvisionBackbone(ImageEncoder):
+class TorchvisionBackbone(TransformEncoder):
     name: ClassVar[str] = "torchvision"
     default_model: ClassVar[str] = "resnet152"
     summary: ClassVar[str] = (
         "a torchvision classification model; --pretrained names its weights "
         "(IMAGENET1K_V2, DEFAULT), --checkpoint is a state_dict file of it"
     )
-
-    def __init__(self, model, transform):
-        super().__init__(model)
-        self._transform = transform
-
-    @classmethod
-    def problems(cls, spec: EncoderSpec) -> list[str]:
-        if spec.pretrained or spec.checkpoint:
-            return []
-        return ["--library torchvision needs --pretrained or --checkpoint: random weights"]
 
     @classmethod
     def load(cls, spec: EncoderSpec) -> "TorchvisionBackbone":
@@ -72,9 +60,6 @@ class TorchvisionBackbone(ImageEncoder):
         # the weights' own preprocessing (resize, crop, normalise); a checkpoint gets the
         # default weights' (ImageNet's), which only describe the transform: nothing is fetched
         return cls(model, (weights or weights_enum.DEFAULT).transforms())
-
-    def preprocess(self, picture) -> np.ndarray:
-        return self._transform(picture).numpy()
 
     def features(self, pixels):
         return self.model(pixels)
