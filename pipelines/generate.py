@@ -64,7 +64,6 @@ from schemas.layout import (
 )
 from schemas.records import SKIPPED
 from schemas.tf_example import tfrecord_feature_spec
-from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.pv_training import TrainParagraphVectors
 from transforms.corpus.read import check_distinct_contents, check_outside, expand_inputs
 from transforms.corpus.sentences import EncodeCaptions, model_checksum
@@ -89,15 +88,7 @@ def build_pipeline(
 ) -> None:
     """The method's outline as a graph; ``pipeline`` may be a TestPipeline. ``fence``:
     what the writers into the version check first (the version's claim, when held)."""
-    prepared = pipeline | "PrepareCaptions" >> PrepareCaptions(
-        inputs=inputs,
-        seed=options.seed,
-        n_dev=options.n_dev,
-        n_test=options.n_test,
-        merge=options.merge_inputs,
-        images=options.image_list,
-        language=options.caption_language(),
-    )
+    prepared = pipeline | "PrepareCaptions" >> options.prepare_captions(inputs)
     config = dataclasses.replace(options.strategy_config(), fence=fence)
     strategy = STRATEGIES[options.decoys](config)
     corpus = prepared["captions"] | "TrainParagraphVectors" >> TrainParagraphVectors(

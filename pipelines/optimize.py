@@ -22,7 +22,6 @@ from pipelines.options import GenerateOptions
 from pipelines.runner import cli, local_or_given_runner, run_to_completion
 from pipelines.store.manifest import read_inputs
 from schemas.layout import SEARCH_DIRECTORY, SEARCH_REPORT_FILE
-from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.read import expand_inputs
 from transforms.files import read_json, write_json
 from transforms.search.optimize import SearchHyperParameters, report_table
@@ -30,15 +29,7 @@ from transforms.search.optimize import SearchHyperParameters, report_table
 
 def build_search(pipeline: beam.Pipeline, options: GenerateOptions, inputs: list[str]) -> None:
     directory = FileSystems.join(options.output, SEARCH_DIRECTORY)
-    prepared = pipeline | "PrepareCaptions" >> PrepareCaptions(
-        inputs=inputs,
-        seed=options.seed,
-        n_dev=options.n_dev,
-        n_test=options.n_test,
-        merge=options.merge_inputs,
-        images=options.image_list,
-        language=options.caption_language(),
-    )
+    prepared = pipeline | "PrepareCaptions" >> options.prepare_captions(inputs)
     report = prepared["captions"] | "SearchHyperParameters" >> SearchHyperParameters(
         grid=options.search_grid(),
         lambdas=options.lambdas(),

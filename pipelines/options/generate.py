@@ -26,6 +26,7 @@ from transforms.corpus.languages.base import Language
 from transforms.corpus.languages.detect import resolve_language
 from transforms.corpus.languages.registry import AUTO, ENGLISH, LANGUAGES
 from transforms.corpus.paragraph_vectors import PVConfig
+from transforms.corpus.prepare import PrepareCaptions
 from transforms.corpus.read import AUTO_FORMAT, INPUT_FORMATS, LINES
 from transforms.corpus.sentences import DEFAULT_THRESHOLD, NO_MODEL, EncoderSpec
 from transforms.corpus.split import SPLITS
@@ -300,6 +301,18 @@ class RunOptions:
         if self.language == AUTO:
             raise ValueError("--language auto is resolved from the inputs before a run")
         return LANGUAGES[self.language]
+
+    def prepare_captions(self, inputs: list[str]) -> PrepareCaptions:
+        """The captions of ``inputs`` read, normalised and split as these options say."""
+        return PrepareCaptions(
+            inputs=inputs,
+            seed=self.seed,
+            n_dev=self.n_dev,
+            n_test=self.n_test,
+            merge=self.merge_inputs,
+            images=self.image_list,
+            language=self.caption_language(),
+        )
 
     def strategy_options(self) -> StrategyOptions:
         """The chosen strategy's own options, as its ``Options`` declares them."""
