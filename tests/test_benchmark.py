@@ -229,3 +229,16 @@ def live_members(group: int) -> list[int]:
         if int(pgrp) == group and state != "Z":
             members.append(int(entry))
     return members
+
+
+def test_a_one_core_run_keeps_its_processes_on_one_core():
+    status = subprocess.run(
+        ["cat", "/proc/self/status"],
+        preexec_fn=scale.on_cores(1),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    allowed = re.search(r"^Cpus_allowed_list:\s*(\S+)$", status, re.MULTILINE).group(1)
+    assert allowed == str(min(os.sched_getaffinity(0)))  # the first of this process's cores
+    assert scale.on_cores(0) is None  # all of them: nothing to run first
