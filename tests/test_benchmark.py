@@ -72,7 +72,12 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
 
     stages = [cells(line) for line in lines if line.startswith("| ")]
     header, run = stages[0], stages[1]
-    assert header[0] == "run" and header[-3:] == ["wall", "peak RSS", "runner's peak RSS"]
+    assert header[0] == "run" and header[-4:] == [
+        "wall",
+        "peak RSS",
+        "peak PSS",
+        "runner's peak RSS",
+    ]
     assert run[0] == "closed sets: dim 256, 10 epochs, 2 workers" and len(run) == len(header)
     assert run[header.index("scoring + choice")] == "-"  # an mcic stage
     for stage in ("set forming", "reading", "writing", "statistics", "text-only audit"):
@@ -83,8 +88,8 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     for load in ("corpus", "sentence_encoder"):
         assert 1 <= counters[f"load/{load}"] <= 2 and counters[f"load/{load}_ms"] >= 0, load
     assert re.fullmatch(r"\d+s", run[header.index("encoder loads")])
-    assert re.fullmatch(r"\d+\.\d min", run[-3])
-    assert all(re.fullmatch(r"\d+\.\d GiB", cell) for cell in run[-2:])
+    assert re.fullmatch(r"\d+\.\d min", run[-4])
+    assert all(re.fullmatch(r"\d+\.\d GiB", cell) for cell in run[-3:])
 
     assert ["run", "split", "captions", "targets", "coverage", "instances"] in [
         row[:6] for row in stages
@@ -131,10 +136,12 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     assert f"largest shares of the counted busy time, {run[0]}: {shares}" in lines
 
     assert (recorded["captions"], recorded["workers"]) == (counters["corpus/captions"], 2)
-    assert f"{recorded['wall_s'] / 60:.1f} min" == run[-3]
-    assert f"{recorded['peak_rss_bytes'] / 2**30:.1f} GiB" == run[-2]
+    assert f"{recorded['wall_s'] / 60:.1f} min" == run[-4]
+    assert f"{recorded['peak_rss_bytes'] / 2**30:.1f} GiB" == run[-3]
+    assert f"{recorded['peak_pss_bytes'] / 2**30:.1f} GiB" == run[-2]
     assert f"{recorded['runner_peak_rss_bytes'] / 2**30:.1f} GiB" == run[-1]
     assert 0 < recorded["runner_peak_rss_bytes"] < recorded["peak_rss_bytes"]
+    assert 0 < recorded["peak_pss_bytes"] < recorded["peak_rss_bytes"]  # shared pages once
     assert recorded["stages_ms"]["closed_sets/form_ms"] == counters["closed_sets/form_ms"]
 
     # the kernel stages against their bare kernels: the pipeline's side is the run's counters,
@@ -211,6 +218,7 @@ def test_a_run_over_its_memory_budget_is_stopped_with_its_whole_process_group(tm
     scale.peak_rss_of_tree(process.pid, threading.Event(), peak, limit=100 * 2**20)
     assert process.wait() == -signal.SIGKILL
     assert peak[0] > 100 * 2**20 > peak[1] > 0  # the child's memory, not its parent's
+    assert peak[0] >= peak[2] > 100 * 2**20  # its PSS too: the block is its own
     deadline = time.monotonic() + 60
     while live_members(process.pid) and time.monotonic() < deadline:  # the kill is delivered
         time.sleep(0.05)
