@@ -165,7 +165,9 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     for label, members in (("gensim, faiss and the validity kernel", three), ("the four", four)):
         for side in (0, 1):
             total = sum(times[member][side] for member in members)
-            assert times[label][side] == pytest.approx(total, abs=0.05 * len(members)), label
+            # each member and the sum are printed to 0.1 s: each off by up to 0.05 s
+            limit = 0.05 * (len(members) + 1) + 1e-9
+            assert times[label][side] == pytest.approx(total, abs=limit), label
     rest = sum(busy.values()) - sum(counters[key] / 1000 for key, _ in kernels.KERNEL_STAGES)
     share = f"{100 * rest / sum(busy.values()):.0f}% of the counted busy time"
     assert table["the rest"] == [f"{rest:.0f}s", "-", share]
