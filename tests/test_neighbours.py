@@ -22,6 +22,7 @@ def _corpus(images, splits=None, dim=8, seed=0):
         "file_name": [f"{image}.jpg" for image in images],
         "url": [""] * n,
         "split": splits or ["train"] * n,
+        "original": ["A dog."] * n,
     }
     return make_corpus(captions, vectors, encode_ngrams([("a", "dog")] * n))
 

@@ -1,10 +1,13 @@
 """The corpus's row order and dense ids, which every later stage indexes by."""
 
+import pickle
+
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from transforms.corpus import store
-from transforms.corpus.store import caption_id_order, dense_ids, own_closeness
+from transforms.corpus.store import TextColumn, caption_id_order, dense_ids, own_closeness
 from transforms.errors import InputError
 
 LETTERS = [*"ab zé中😀\u00a0", "", "ab", "a b", "Ab"]
@@ -46,3 +49,22 @@ def test_own_closeness_by_chunks_is_its_definition_and_nan_for_a_lone_caption(mo
     shared = np.einsum("rd,rd->r", sums[image_of], vectors)[~lone] - 1
     np.testing.assert_allclose(whole[~lone], shared / (counts[~lone] - 1), rtol=1e-5, atol=1e-6)
     assert lone.sum() > 10 and np.isnan(whole[lone]).all()  # never +-inf: the rule skips NaN
+
+
+@pytest.mark.parametrize("kind", ["list", "chunked", "sliced", "large"])
+def test_a_text_column_reads_back_every_value_however_arrow_holds_it(kind, monkeypatch):
+    rng = np.random.default_rng(3)
+    values = ["".join(rng.choice(LETTERS, size=rng.integers(0, 6))) for _ in range(500)]
+    given = {
+        "list": values,
+        "chunked": pa.chunked_array([values[:123], values[123:]]),
+        "sliced": pa.array(["x", *values, "y"]).slice(1, len(values)),
+        "large": pa.array(values, pa.large_string()),
+    }[kind]
+    monkeypatch.setattr(store, "ITERATION_CHUNK", 7)
+    column = TextColumn(given)
+    assert len(column) == len(values)
+    assert [column[row] for row in np.arange(len(values))] == values
+    assert list(column) == values
+    assert list(pickle.loads(pickle.dumps(column))) == values
+    assert pa.array(column, pa.string()).to_pylist() == values

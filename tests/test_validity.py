@@ -51,6 +51,7 @@ def corpus():
         "file_name": [f"{image}.jpg" for image in images],
         "url": [""] * n,
         "split": ["train"] * n,
+        "original": texts,
     }
     # sentence vectors: unrelated captions' far apart, the reworded caption's beside the one
     # it rewords, as a sentence encoder's are and BLEU's and PV's need not be

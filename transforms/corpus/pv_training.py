@@ -331,11 +331,7 @@ def train_and_store(
     fence()
     with timed("corpus", "encode_and_write"):
         if trained is None:
-            held = {"caption_id": caption_ids, "text": texts}  # not converted a second time
-            columns = {
-                name: held[name] if name in held else captions.column(name).to_pylist()
-                for name in CAPTION_COLUMNS
-            }
+            columns = {name: captions.column(name) for name in CAPTION_COLUMNS}
             corpus = make_corpus(columns, unit_vectors(model), encode_ngrams(documents))
             ref = write_corpus(corpus, model, output, fence)
             return TrainedCorpus(ref, model_path(output), 0)
