@@ -1,11 +1,12 @@
 """Closed sets' grouping and border sets (transforms/strategies/closed_sets/grouping.py,
-cliques.py) on small planted instances."""
+cliques.py, border.py) on small planted instances."""
 
 import itertools
 
 import numpy as np
 import pytest
 
+from transforms.strategies.closed_sets import border
 from transforms.strategies.closed_sets.cliques import (
     COVERED,
     NEIGHBOURS_TAKEN,
@@ -157,3 +158,23 @@ def test_border_reasons_say_why_a_leftover_is_in_no_set():
     weights = leftover_weights(leftovers, candidates, cosine, allowed)
     sets, reasons = border_sets(leftovers, candidates, weights, once, seed=0)
     assert len(sets) == 1 and sorted(reasons[:2].tolist()) == [COVERED, NEIGHBOURS_TAKEN]
+
+
+def test_kept_reorders_in_chunks_as_row_by_row(monkeypatch):
+    """Only the candidates inside the region, first and in their order; each row's weights
+    follow its candidates, NaN beyond them, whatever the chunk size."""
+    rng = np.random.default_rng(4)
+    candidates = rng.integers(-1, 50, size=(23, 6))
+    inside = rng.random((23, 6)) < 0.6
+    weights = rng.random((23, 7, 7)).astype(np.float32)
+    expected_candidates, expected_weights = [], []
+    for row, mask, w in zip(candidates, inside & (candidates >= 0), weights, strict=True):
+        nodes = [0, *(np.flatnonzero(mask) + 1)]
+        expected_candidates.append([*row[mask], *[-1] * (6 - mask.sum())])
+        padded = np.full((7, 7), np.nan, np.float32)
+        padded[: len(nodes), : len(nodes)] = w[np.ix_(nodes, nodes)]
+        expected_weights.append(padded)
+    monkeypatch.setattr(border, "KEPT_CHUNK", 5)
+    got_candidates, got_weights = border.kept(candidates, weights.copy(), inside)
+    assert got_candidates.tolist() == expected_candidates
+    np.testing.assert_array_equal(got_weights, np.array(expected_weights))

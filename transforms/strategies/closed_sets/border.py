@@ -62,6 +62,7 @@ from transforms.strategies.validity import ValidityRules
 # Rounds of the border pass: round r works in regions of 2 ** r parts (the last: at most 8
 # parts' leftovers in one group, whatever the corpus size), or the whole split if smaller.
 BORDER_ROUNDS = 3
+KEPT_CHUNK = 4096  # leftovers whose weights kept() reorders at a time
 # Skip reasons of a caption in no set, one per cliques.LEFT_OUT reason.
 LEFT_OUT_REASONS = {code: f"decoys/closed_set_{why}" for code, why in LEFT_OUT.items()}
 
@@ -130,7 +131,8 @@ def kept(
     candidates: np.ndarray, weights: np.ndarray, inside: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(candidates, weights) with only the ``inside`` candidates: those first, best first,
-    -1 padded; NaN weights for the rest.
+    -1 padded; NaN weights for the rest. ``weights`` is reordered in place, ``KEPT_CHUNK``
+    leftovers at a time: a border group's are a few hundred MB.
 
     >>> candidates, weights = kept(np.array([[7, 8, 9]]), np.zeros((1, 4, 4)),
     ...                            np.array([[False, True, True]]))
@@ -142,10 +144,13 @@ def kept(
     keep = np.take_along_axis(inside, order, axis=1)
     candidates = np.where(keep, np.take_along_axis(candidates, order, axis=1), -1)
     nodes = np.concatenate([np.zeros((len(order), 1), np.int64), order + 1], axis=1)
-    batch = np.arange(len(order))[:, None, None]
-    weights = weights[batch, nodes[:, :, None], nodes[:, None, :]]
     present = np.concatenate([np.ones((len(order), 1), bool), keep], axis=1)
-    weights[~(present[:, :, None] & present[:, None, :])] = np.nan
+    for start in range(0, len(order), KEPT_CHUNK):
+        rows = slice(start, start + KEPT_CHUNK)
+        batch = np.arange(len(nodes[rows]))[:, None, None]
+        chunk = weights[rows][batch, nodes[rows, :, None], nodes[rows, None, :]]
+        chunk[~(present[rows, :, None] & present[rows, None, :])] = np.nan
+        weights[rows] = chunk
     return candidates, weights
 
 

@@ -139,8 +139,11 @@ def graph_weights(pool: Pool, graphs: LeftoverGraphs) -> np.ndarray:
     """float32 (B, K + 1, K + 1): the cosines among each leftover and its candidates, NaN
     where a pair may not share a set (``cliques.border_sets``' weights)."""
     nodes = graphs.nodes
-    allowed = np.unpackbits(graphs.allowed, axis=-1, count=nodes.shape[1]).astype(bool)
-    return np.where(allowed, graph_cosines(pool, nodes), np.float32(np.nan))
+    cosines = graph_cosines(pool, nodes)
+    barred = np.unpackbits(graphs.allowed, axis=-1, count=nodes.shape[1]).view(bool)
+    np.logical_not(barred, out=barred)
+    cosines[barred] = np.nan  # in place: a border group's weights are a few hundred MB
+    return cosines
 
 
 def searched_deeper(
