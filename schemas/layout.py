@@ -65,7 +65,6 @@ ADVERSARIAL_FILE = "adversarial.json"  # --adversarial_rounds' before and after
 # build/corpus/: the corpus every strategy reads
 CAPTIONS_FILE = "captions.parquet"
 EMBEDDINGS_FILE = "embeddings.npy"
-NGRAMS_FILE = "ngrams.npz"
 OWN_CLOSENESS_FILE = "own_closeness.npy"
 # unit vectors of every caption's original text from the validity rule's sentence encoder,
 # one row per caption (transforms/corpus/sentences.py); absent with --validity_model none
@@ -121,6 +120,16 @@ def corpus_file(directory: str, name: str) -> str:
     'out/versions/v1/build/corpus/captions.parquet'
     """
     return FileSystems.join(directory, name)
+
+
+def ngrams_file(directory: str, array: str) -> str:
+    """One array of the simSURF n-gram table, in the corpus folder. Each is a file of its
+    own, so that the worker processes of a machine map it and share one copy.
+
+    >>> ngrams_file("c", "ids")
+    'c/ngrams-ids.npy'
+    """
+    return FileSystems.join(directory, f"ngrams-{array}.npy")
 
 
 def index_file(directory: str, pool: str) -> str:

@@ -24,12 +24,13 @@ from transforms.corpus.paragraph_vectors import (
     unit_vectors,
 )
 from transforms.corpus.pv_training import TrainParagraphVectors, train_and_write
-from transforms.corpus.store import load_corpus, own_closeness
+from transforms.corpus.store import NGRAM_ARRAYS, load_corpus, own_closeness
 from transforms.corpus.synthetic import images
 from transforms.errors import InputError
 
 PV = PVConfig(dim=32, epochs=5, min_count=1, hs=1, negative=0, seed=3, workers=1)
-CORPUS_FILES = ("captions.parquet", "embeddings.npy", "ngrams.npz", "own_closeness.npy")
+NGRAM_FILES = tuple(f"ngrams-{name}.npy" for name in (*NGRAM_ARRAYS, "vocab_size"))
+CORPUS_FILES = ("captions.parquet", "embeddings.npy", *NGRAM_FILES, "own_closeness.npy")
 
 
 def _captions(num_images: int = 160) -> list[Caption]:

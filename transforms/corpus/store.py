@@ -2,7 +2,7 @@
 
     <output>/build/corpus/captions.parquet   caption table, rows in caption-id order
     <output>/build/corpus/embeddings.npy     unit PV vectors, one row per caption
-    <output>/build/corpus/ngrams.npz         n-gram table for simSURF
+    <output>/build/corpus/ngrams-*.npy       n-gram table for simSURF, one file an array
     <output>/build/corpus/own_closeness.npy  per caption: mean simPV to its image's other captions
     <output>/build/pv/doc2vec.model          the trained gensim model
     <output>/build/corpus/pv_trained_rows.npy  a sampled run's: the rows PV trained on
@@ -13,7 +13,6 @@ so the embeddings are never a side input copied into every bundle. They are writ
 the training step (:mod:`transforms.corpus.pv_training`).
 """
 
-import io
 import itertools
 import logging
 from collections import Counter
@@ -31,13 +30,13 @@ from apache_beam.io.localfilesystem import LocalFileSystem
 from schemas.layout import (
     CAPTIONS_FILE,
     EMBEDDINGS_FILE,
-    NGRAMS_FILE,
     OWN_CLOSENESS_FILE,
     PV_MODEL_FILE,
     SENTENCE_EMBEDDINGS_FILE,
     build_path,
     corpus_file,
     corpus_folder,
+    ngrams_file,
 )
 from schemas.records import Caption, caption_order
 from transforms.corpus.paragraph_vectors import (
@@ -46,10 +45,10 @@ from transforms.corpus.paragraph_vectors import (
 from transforms.corpus.split import SPLITS
 from transforms.corpus.surface import NgramTable
 from transforms.errors import InputError
-from transforms.files import write_file
 from transforms.memory import release_freed_memory
 
 CAPTION_COLUMNS = Caption._fields
+NGRAM_ARRAYS = ("ids", "ranks", "offsets", "lengths")  # NgramTable's arrays, a file each
 DECOY_POOLS = ("all", "split")
 CLOSENESS_CHUNK = 1 << 16  # rows of own_closeness computed at a time
 CAPTION_SCHEMA = pa.schema([(name, pa.string()) for name in CAPTION_COLUMNS])
@@ -287,15 +286,30 @@ def read_npy(path: str) -> np.ndarray:
         return np.load(handle)
 
 
-def read_sentences(directory: str) -> np.ndarray:
-    """The sentence-encoder vectors, where the run made them; mapped from a local file, so
-    that a machine's worker processes share one copy (0.9 GB at COCO 2014 scale)."""
-    path = corpus_file(directory, SENTENCE_EMBEDDINGS_FILE)
-    if not FileSystems.exists(path):
-        return NO_SENTENCES
+def read_mapped(path: str) -> np.ndarray:
+    """Mapped from a local file, so that a machine's worker processes share one copy (and
+    the kernel may drop its pages rather than run out of memory); read from elsewhere."""
     if isinstance(FileSystems.get_filesystem(path), LocalFileSystem):
         return np.load(path, mmap_mode="r")
     return read_npy(path)
+
+
+def read_sentences(directory: str) -> np.ndarray:
+    """The sentence-encoder vectors, where the run made them (0.9 GB at COCO 2014 scale)."""
+    path = corpus_file(directory, SENTENCE_EMBEDDINGS_FILE)
+    return read_mapped(path) if FileSystems.exists(path) else NO_SENTENCES
+
+
+def write_ngrams(ngrams: NgramTable, directory: str) -> None:
+    for name in NGRAM_ARRAYS:
+        write_npy(ngrams_file(directory, name), getattr(ngrams, name))
+    write_npy(ngrams_file(directory, "vocab_size"), np.int64(ngrams.vocab_size))
+
+
+def read_ngrams(directory: str) -> NgramTable:
+    """Mapped (:func:`read_mapped`): 1.15 GB a worker at CC3M size, one copy a machine."""
+    arrays = {name: read_mapped(ngrams_file(directory, name)) for name in NGRAM_ARRAYS}
+    return NgramTable(**arrays, vocab_size=int(read_npy(ngrams_file(directory, "vocab_size"))))
 
 
 def model_path(output: str) -> str:
@@ -314,16 +328,7 @@ def write_tables(table: pa.Table, ngrams: NgramTable, directory: str) -> None:
     """The caption table and the n-gram table: what does not depend on PV."""
     with FileSystems.create(corpus_file(directory, CAPTIONS_FILE)) as handle:
         pq.write_table(table, handle)
-    buffer = io.BytesIO()  # a zip is written seeking, and a GCS upload cannot seek
-    np.savez(
-        buffer,
-        ids=ngrams.ids,
-        ranks=ngrams.ranks,
-        offsets=ngrams.offsets,
-        lengths=ngrams.lengths,
-        vocab_size=np.int64(ngrams.vocab_size),
-    )
-    write_file(corpus_file(directory, NGRAMS_FILE), buffer.getbuffer())  # not a copy
+    write_ngrams(ngrams, directory)
 
 
 def read_caption_table(directory: str, columns: list[str] | None = None) -> pa.Table:
@@ -361,23 +366,15 @@ def load_corpus(directory: str, *, embeddings: bool = True) -> Corpus:
     with dim 1024.
     """
     table = read_caption_table(directory)
-    with FileSystems.open(corpus_file(directory, NGRAMS_FILE)) as handle:
-        ngrams = dict(np.load(handle))  # read into the arrays, not first as the file's bytes
     corpus = make_corpus(
         {name: table.column(name) for name in CAPTION_COLUMNS},
         read_npy(corpus_file(directory, EMBEDDINGS_FILE)) if embeddings else None,
-        NgramTable(
-            ids=ngrams["ids"],
-            ranks=ngrams["ranks"],
-            offsets=ngrams["offsets"],
-            lengths=ngrams["lengths"],
-            vocab_size=int(ngrams["vocab_size"]),
-        ),
+        read_ngrams(directory),
         read_npy(corpus_file(directory, OWN_CLOSENESS_FILE)),
         directory,
         read_sentences(directory),
     )
     del table
-    release_freed_memory()  # what decoding the table and the n-grams took and freed
+    release_freed_memory()  # what decoding the table took and freed
     logging.info("loaded corpus of %d captions from %s", len(corpus), directory)
     return corpus
