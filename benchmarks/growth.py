@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.scale --runs closed_sets --num_images 25000 --output out/b25k
     .venv/bin/python -m benchmarks.scale --runs closed_sets --output out/b124k
-    .venv/bin/python -m benchmarks.scale --runs cc3m --max_rss_gib 16 --output out/cc3m
+    .venv/bin/python -m benchmarks.scale --runs cc3m --max_rss_gib 22 --output out/cc3m
     .venv/bin/python -m benchmarks.growth out/b25k/results.json out/b124k/results.json \\
         out/cc3m/results.json --plot docs/scale-growth.png
 
