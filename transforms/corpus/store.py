@@ -241,11 +241,11 @@ def dense_ids(values: Sequence[str] | pa.Array | pa.ChunkedArray) -> np.ndarray:
     return pc.index_in(column, value_set=distinct).to_numpy().astype(np.int64)
 
 
-Values = TextColumn | pa.Array | pa.ChunkedArray | Sequence[str]
+ColumnValues = TextColumn | pa.Array | pa.ChunkedArray | Sequence[str]
 
 
 def make_corpus(
-    columns: dict[str, Values],
+    columns: dict[str, ColumnValues],
     embeddings: np.ndarray | None,
     ngrams: NgramTable,
     closeness: np.ndarray | None = None,
