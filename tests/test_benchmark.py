@@ -7,6 +7,7 @@ checks; its printed numbers are compared with the run's files.
 import collections
 import glob
 import json
+import math
 import os
 import re
 import signal
@@ -211,8 +212,9 @@ def test_growth_names_the_stage_whose_cost_per_caption_rises(tmp_path, capsys):
     assert plot.read_bytes().startswith(b"\x89PNG")
 
 
-def test_a_run_over_its_memory_budget_is_stopped_with_its_whole_process_group(tmp_path):
+def test_a_run_over_its_memory_budget_is_stopped_with_its_whole_process_group(monkeypatch):
     # a parent that starts a child holding 200 MiB, as generate starts its workers
+    monkeypatch.setattr(scale, "PSS_EVERY", math.inf)  # PSS read at the first sample and the stop
     child = "import time; block = bytearray(200 * 2**20); time.sleep(600)"
     parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
     process = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True)
