@@ -67,7 +67,7 @@ class TextColumn(Sequence[str]):
     ('é', 3, ['a dog', 'é', ''], 'a dog')
     """
 
-    def __init__(self, values: "pa.Array | pa.ChunkedArray | Sequence[str] | TextColumn"):
+    def __init__(self, values: "ColumnValues"):
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
         elif not isinstance(values, pa.Array):
@@ -131,8 +131,7 @@ class Corpus:
 
     def image_ids(self) -> np.ndarray:
         """Image ids by dense image index (``image_of``'s values)."""
-        distinct = pc.unique(self.captions["image_id"].array)
-        return distinct.take(pc.array_sort_indices(distinct)).to_numpy(zero_copy_only=False)
+        return sorted_distinct(self.captions["image_id"].array).to_numpy(zero_copy_only=False)
 
     def rows_of_image(self, image: int) -> np.ndarray:
         """The rows of image ``image`` (a dense index)."""
@@ -236,9 +235,13 @@ def dense_ids(values: Sequence[str] | pa.Array | pa.ChunkedArray) -> np.ndarray:
     """
     arrow = isinstance(values, pa.Array | pa.ChunkedArray)
     column = values if arrow else pa.array(values, pa.string())
-    distinct = pc.unique(column)
-    distinct = distinct.take(pc.array_sort_indices(distinct))
+    distinct = sorted_distinct(column)
     return pc.index_in(column, value_set=distinct).to_numpy().astype(np.int64)
+
+
+def sorted_distinct(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    distinct = pc.unique(column)
+    return distinct.take(pc.array_sort_indices(distinct))
 
 
 ColumnValues = TextColumn | pa.Array | pa.ChunkedArray | Sequence[str]
