@@ -72,3 +72,21 @@ def test_worker_processes_get_their_share_and_remote_ones_one_thread(
     assert worker_threads(PipelineOptions(beam_args)) == expected
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # a user's own wins on this machine
     assert worker_threads(PipelineOptions(beam_args)) == (3 if beam_args[:1] != ["--runner"] else 1)
+
+
+def test_the_torch_limit_holds_when_set_before_pytorch_is_imported():
+    """As in a Dataflow worker, whose DoFn sets it before its encoder imports PyTorch: a
+    fresh process, no variable set, asking for more threads than PyTorch would start."""
+    pytest.importorskip("torch")
+    environment = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    asked = cores() + 1
+    show = (
+        "import sys; from transforms.threads import limit_torch; "
+        f"assert 'torch' not in sys.modules; limit_torch({asked}); "
+        "import torch; print(torch.get_num_threads())"
+    )
+    printed = subprocess.run(
+        [sys.executable, "-c", show], capture_output=True, text=True, check=True,
+        env=environment, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    ).stdout  # fmt: skip
+    assert int(printed) == asked

@@ -9,7 +9,6 @@ own ``OMP_NUM_THREADS`` wins.
 """
 
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -55,8 +54,12 @@ def child_processes_use(threads: int) -> Iterator[None]:
 
 
 def limit_torch(threads: int) -> None:
-    """PyTorch's intra-op threads in this process, where PyTorch is imported already (this
-    never imports it: the generate command runs without the train extra)."""
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.get_num_threads() != threads:
+    """PyTorch's intra-op threads in this process, importing it first: every caller is about
+    to run it. A limit that waited for the import was lost where the encoder loads PyTorch
+    in its first bundle, so a Dataflow worker started a pool per vCPU in each SDK process;
+    two encoders so "limited" beside each other on 2 cores ran 146 captions a second each,
+    326 limited (2026-11-29, docs/benchmarks.md)."""
+    import torch  # here: importing it takes seconds, and only these callers run it
+
+    if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
