@@ -56,9 +56,8 @@ def child_processes_use(threads: int) -> Iterator[None]:
 def limit_torch(threads: int) -> None:
     """PyTorch's intra-op threads in this process, importing it first: every caller is about
     to run it. A limit that waited for the import was lost where the encoder loads PyTorch
-    in its first bundle, so a Dataflow worker started a pool per vCPU in each SDK process;
-    two encoders so "limited" beside each other on 2 cores ran 146 captions a second each,
-    326 limited (2026-11-29, docs/benchmarks.md)."""
+    in its first bundle, so a Dataflow worker started a pool per vCPU in each SDK process,
+    whose threads spin on the cores the others need (docs/benchmarks.md, 2026-11-29)."""
     import torch  # here: importing it takes seconds, and only these callers run it
 
     if torch.get_num_threads() != threads:
