@@ -89,7 +89,8 @@ def build_pipeline(
     """The method's outline as a graph; ``pipeline`` may be a TestPipeline. ``fence``:
     what the writers into the version check first (the version's claim, when held)."""
     prepared = pipeline | "PrepareCaptions" >> options.prepare_captions(inputs)
-    config = dataclasses.replace(options.strategy_config(), fence=fence)
+    threads = worker_threads(pipeline.options)  # each worker's PyTorch and faiss
+    config = dataclasses.replace(options.strategy_config(threads), fence=fence)
     strategy = STRATEGIES[options.decoys](config)
     corpus = prepared["captions"] | "TrainParagraphVectors" >> TrainParagraphVectors(
         pv=options.pv_config(),
@@ -101,7 +102,6 @@ def build_pipeline(
     )
     encoder = options.encoder_spec()
     if encoder is not None:
-        threads = worker_threads(pipeline.options)
         corpus = corpus | "EncodeCaptions" >> EncodeCaptions(encoder, fence, threads)
     decoys = corpus | "ChooseDecoys" >> strategy
     selections = decoys["selections"]

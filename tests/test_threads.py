@@ -90,3 +90,16 @@ def test_the_torch_limit_holds_when_set_before_pytorch_is_imported():
         env=environment, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
     ).stdout  # fmt: skip
     assert int(printed) == asked
+
+
+def test_faiss_gets_the_workers_share_unless_search_threads_is_given():
+    """On Dataflow the share is one (an SDK process per vCPU): faiss's pool per process
+    would spin on the cores the others need, as PyTorch's did."""
+    import dataclasses
+
+    from pipelines.options import GenerateOptions
+
+    options = GenerateOptions(input="", output="")
+    assert options.strategy_config(worker_threads=1).index.threads == 1
+    given = dataclasses.replace(options, search_threads=3)
+    assert given.strategy_config(worker_threads=1).index.threads == 3

@@ -241,7 +241,8 @@ class RunOptions:
     )
     search_threads: int = option(
         0,
-        "faiss threads per worker process (0: all cores; 1 when running several workers)",
+        "faiss threads per worker process (0: its share of the machine's cores: all of them in "
+        "one process, 1 in each of several, 1 on Dataflow, which runs one per vCPU)",
         group=Group.PERFORMANCE,
     )
     shard_size: int = option(
@@ -330,7 +331,9 @@ class RunOptions:
         spec = self.encoder_spec()
         return None if spec is None else compared_threshold(self.validity_threshold, spec.family)
 
-    def strategy_config(self) -> StrategyConfig:
+    def strategy_config(self, worker_threads: int = 0) -> StrategyConfig:
+        """``worker_threads``: each worker's share of its machine's cores
+        (``pipelines.runner.worker_threads``), faiss's where ``--search_threads`` is 0."""
         config = StrategyConfig(
             neighbours=self.neighbours,
             score_lambda=self.score_lambda,
@@ -341,7 +344,7 @@ class RunOptions:
                 own_caption_rule=self.own_caption_rule,
                 encoder_threshold=self.compared_threshold(),
             ),
-            index=self.index_config(),
+            index=self.index_config(worker_threads),
             shard_size=self.shard_size,
             batch_size=self.batch_size,
             options=self.strategy_options(),
@@ -367,7 +370,7 @@ class RunOptions:
     def lambdas(self) -> list[float]:
         return [float(value) for value in self.lambda_grid.split(",")]
 
-    def index_config(self) -> IndexConfig:
+    def index_config(self, worker_threads: int = 0) -> IndexConfig:
         return IndexConfig(
             exact_limit=self.index_exact_limit,
             nlist=self.ivf_nlist,
@@ -375,7 +378,7 @@ class RunOptions:
             scan=self.ivf_scan,
             neighbours=self.neighbours,
             seed=self.seed,
-            threads=self.search_threads,
+            threads=self.search_threads or worker_threads,
         )
 
     def validate(self) -> None:
