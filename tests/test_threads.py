@@ -1,5 +1,6 @@
 """Each process's share of the cores: chosen once, handed to worker processes, one in tests."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -95,8 +96,6 @@ def test_the_torch_limit_holds_when_set_before_pytorch_is_imported():
 def test_faiss_gets_the_workers_share_unless_search_threads_is_given():
     """On Dataflow the share is one (an SDK process per vCPU): faiss's pool per process
     would spin on the cores the others need, as PyTorch's did."""
-    import dataclasses
-
     from pipelines.options import GenerateOptions
 
     options = GenerateOptions(input="", output="")
