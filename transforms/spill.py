@@ -202,18 +202,22 @@ class ThroughFiles(_ThroughFolder):
 
 class RemoveAfter(beam.PTransform):
     """Once every element of the input is made (the step that read the pieces), deletes
-    the side input ``folder``."""
+    the side input ``folder``.
+
+    The input waits as a side input, as Java's ``Wait.on`` has its signal wait: a runner
+    completes a side input's stage before any element reads it. It is emptied first, so no
+    value is materialised, and it costs two steps where a count to wait on cost a dozen
+    (a combine with its default), a sixth of a small run's.
+    """
 
     def __init__(self, folder: beam.PCollection):
         super().__init__()
         self._folder = folder
 
     def expand(self, done):
-        return (
-            done
-            | "Done" >> beam.combiners.Count.Globally()
-            | "Remove"
-            >> beam.Map(
-                lambda _done, folder: delete_folder(folder), beam.pvalue.AsSingleton(self._folder)
-            )
-        )
+        made = done | "Nothing" >> beam.FlatMap(lambda _element: ())
+        return self._folder | "Remove" >> beam.Map(_delete_after, beam.pvalue.AsIter(made))
+
+
+def _delete_after(folder: str, _made: Iterable) -> None:
+    delete_folder(folder)
