@@ -298,7 +298,7 @@ def generate(
         "log_file": f"{output}.progress.log",  # the stages' progress: stderr is not a terminal
     }
     if run.workers > 1:
-        flags |= {"direct_running_mode": "multi_processing", "search_threads": 1}
+        flags |= {"direct_running_mode": "multi_processing"}  # faiss: 1 thread a worker
     command = [sys.executable, "-m", "pipelines.generate"]
     command += [
         part
