@@ -46,6 +46,10 @@ TINY_ENCODER = os.path.join(
     ).hexdigest()[:12],
 )
 TINY_THRESHOLD = 0.99
+# The learned text-only audit fits on a sample of train (--audit_sample), as it does at
+# scale, where its default of 20,000 is reached: the 1,000-image versions' 6,120 closed-sets
+# instances took 15 s of fitting, a sample of 1,000 took 2.3 s with the same verdict.
+AUDIT_SAMPLE = 1000
 SMALL = {
     "n_dev": 40,
     "n_test": 40,
@@ -54,6 +58,7 @@ SMALL = {
     "pv_epochs": 10,
     "validity_model": TINY_ENCODER,
     "validity_threshold": TINY_THRESHOLD,
+    "audit_sample": AUDIT_SAMPLE,
 }
 SMALL_MCIC = {**SMALL, "decoys": "mcic"}
 # Runs that test a run's life (a kill, a lease, two runs at once) in fresh interpreters:
