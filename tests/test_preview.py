@@ -292,15 +292,19 @@ URL_PREFIX = "http://images.invalid/"  # .invalid never resolves (RFC 2606)
 
 
 @pytest.fixture(scope="module")
-def dataset_with_urls(shared, synthetic_corpus, tmp_path_factory) -> str:
+def dataset_with_urls(shared, synthetic_corpus) -> str:
     """small_dataset's corpus and options, a coco_url on every third image: the synthetic
-    corpus has none, so without it no instance would show an image by URL."""
-    with open(synthetic_corpus, encoding="utf-8") as handle:
-        corpus = json.load(handle)
-    for image in corpus["images"][::3]:
-        image["coco_url"] = URL_PREFIX + image["file_name"]
-    path = tmp_path_factory.mktemp("corpus_with_urls") / "captions_with_urls.json"
-    path.write_text(json.dumps(corpus), encoding="utf-8")
+    corpus has none, so without it no instance would show an image by URL. The corpus is in
+    the shared folder, so both test workers name the same input and one makes the version."""
+
+    def write(folder: pathlib.Path) -> None:
+        with open(synthetic_corpus, encoding="utf-8") as handle:
+            corpus = json.load(handle)
+        for image in corpus["images"][::3]:
+            image["coco_url"] = URL_PREFIX + image["file_name"]
+        (folder / "captions_with_urls.json").write_text(json.dumps(corpus), encoding="utf-8")
+
+    path = shared.made("corpus_with_urls", write) / "captions_with_urls.json"
     return shared.version(GenerateOptions(input=str(path), output="", **SMALL_MCIC))[0]
 
 
