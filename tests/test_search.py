@@ -123,7 +123,7 @@ def test_coco_val2017_search_beats_the_papers_setting(tmp_path):
         input=COCO_VAL2017,
         output=str(tmp_path),
         pv_dim_grid="256,1024",
-        pv_epochs_grid="5,20",
+        pv_epochs_grid="5,10",
         pv_workers=2,
         lambda_grid="0,0.3,0.7,1",
     )
