@@ -105,6 +105,8 @@ def test_madlibs_hard_decoys_come_from_the_images_closest_to_the_targets_objects
         assert report["sharing_at_least_one_object"] > 0.9
 
 
+# slow: a version of each task's own, which the slow tests over every strategy read too
+@pytest.mark.slow
 @pytest.mark.parametrize("task", [name for name, s in STRATEGIES.items() if s.num_options == 2])
 def test_each_forced_choice_task_builds_two_option_instances_by_its_rule(strategy_dataset, task):
     options = strategy_dataset(task)[1]  # its checks: the test over every strategy above
