@@ -73,7 +73,7 @@ SMALL_TRAINING = {
     "epochs": 8,
     "ffnn_hidden": "64,32",
     "vec2seq_sizes": "64:32:16",
-    "vec2seq_epochs": 4,
+    "vec2seq_epochs": 2,
 }
 
 
