@@ -202,12 +202,12 @@ class ThroughFiles(_ThroughFolder):
 
 class RemoveAfter(beam.PTransform):
     """Once every element of the input is made (the step that read the pieces), deletes
-    the side input ``folder``.
+    ``folder`` (a PCollection of the one path).
 
     The input waits as a side input, as Java's ``Wait.on`` has its signal wait: a runner
     completes a side input's stage before any element reads it. It is emptied first, so no
-    value is materialised, and it costs two steps where a count to wait on cost a dozen
-    (a combine with its default), a sixth of a small run's.
+    value is materialised, and it costs two steps where a count to wait on cost six or
+    more (a combine with its default): 86 of a small closed-sets run's 350.
     """
 
     def __init__(self, folder: beam.PCollection):
