@@ -81,14 +81,10 @@ def test_the_torch_limit_holds_when_set_before_pytorch_is_imported():
     pytest.importorskip("torch")
     environment = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
     asked = cores() + 1
-    show = (
-        "import sys; from transforms.threads import limit_torch; "
-        f"assert 'torch' not in sys.modules; limit_torch({asked}); "
-        "import torch; print(torch.get_num_threads())"
-    )
     printed = subprocess.run(
-        [sys.executable, "-c", show], capture_output=True, text=True, check=True,
-        env=environment, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        [sys.executable, "-m", "tests.support.torch_threads_probe", str(asked)],
+        capture_output=True, text=True, check=True, env=environment,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
     ).stdout  # fmt: skip
     assert int(printed) == asked
 
