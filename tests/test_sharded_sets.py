@@ -159,22 +159,20 @@ def test_one_worker_two_workers_and_the_portable_runner_in_small_files_write_the
     the files are cut, the parts and shards read the same records, and none is left."""
     expected = dataset_bytes(sharded_dataset[0])
     assert any(name.endswith(".parquet") for name in expected)
-    directories = {}
-    for label, beam_args in {
-        "two_workers": TWO_WORKERS,
-        "portable": [*PORTABLE, "LOOPBACK"],
-    }.items():
-        if label == "portable":
-            monkeypatch.setattr(spill, "FILE_BYTES", 20_000)
+
+    def own_run(label: str, beam_args: list[str]) -> str:  # a run of its own: the point
         options = sharded(training_corpus, str(tmp_path_factory.mktemp(label)))
-        directories[label] = run(options, beam_args).version.directory  # its own run: the point
-        assert dataset_bytes(directories[label]) == expected, label
-    metrics, before = (
-        read_manifest(d)["metrics"] for d in (directories["portable"], sharded_dataset[0])
-    )
+        directory = run(options, beam_args).version.directory
+        assert dataset_bytes(directory) == expected, label
+        return directory
+
+    two_workers = own_run("two_workers", TWO_WORKERS)
+    monkeypatch.setattr(spill, "FILE_BYTES", 20_000)
+    portable = own_run("portable", [*PORTABLE, "LOOPBACK"])
+    metrics, before = (read_manifest(d)["metrics"] for d in (portable, sharded_dataset[0]))
     for name in (*SPILLED, "train", "dev"):
         assert metrics[f"spilled/{name}"] > before[f"spilled/{name}"], name
-    for version in (*directories.values(), sharded_dataset[0]):
+    for version in (two_workers, portable, sharded_dataset[0]):
         left = os.listdir(corpus_folder(version))
         assert not [name for name in left if name in SPILLED or name.startswith("shards-")]
 
