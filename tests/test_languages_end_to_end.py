@@ -57,6 +57,9 @@ WORDS = {
 }
 SPACED = ("de", "fr", "cs")
 COVERAGE = 0.95
+# One xdist worker runs the module: its tests are spread by language, so a second worker
+# asked for each run while the first made it and waited, idle (27 s of 5 runs' 30 s).
+pytestmark = pytest.mark.xdist_group("languages")
 
 
 def options_for(language: str, output: str) -> GenerateOptions:
