@@ -16,6 +16,7 @@ storage access serialised once each request's body is in.
 
 import json
 import logging
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -137,8 +138,17 @@ def _serialise_handlers() -> None:
         objects.insert = _one_at_a_time(objects.insert, preconditions=True)
 
 
+class _LoopbackServer(ThreadingHTTPServer):
+    """Silent about a client that leaves before its answer is written (the tests kill runs
+    mid-request); any other error in a handler is printed, as socketserver does."""
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 def _serve(handler) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _LoopbackServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
