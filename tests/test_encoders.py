@@ -1,7 +1,9 @@
 """The sentence encoders the decoy validity rule compares original captions with: a tiny
 random model for what the code guarantees, the real all-MiniLM-L6-v2 for what it is for."""
 
+import os
 import shutil
+import subprocess
 import sys
 
 import huggingface_hub.constants
@@ -11,7 +13,7 @@ import torch
 
 from tests.support.tiny_encoder import tiny_encoder
 from transforms.corpus.encoders.base import EncoderIdentity
-from transforms.corpus.encoders.int8 import Int8Linear, int8_rows
+from transforms.corpus.encoders.int8 import Int8Linear, int8_rows, summed_in_float32
 from transforms.corpus.encoders.registry import (
     DEFAULT_FAMILY,
     DEFAULT_MODEL,
@@ -101,6 +103,33 @@ def test_an_int8_linear_is_the_float_linear_within_its_rounding():
     products = quantised.double() @ layer.weight_t.double()
     exact = products * scale.double() * layer.weight_scale.double() + linear.bias.double()
     torch.testing.assert_close(outputs.reshape(-1, 24).double(), exact, rtol=1e-6, atol=1e-6)
+
+
+def test_int8_products_summed_in_float32_are_the_exact_integers():
+    """Past EXACT_CHUNK inputs a float32 sum of extreme products would round."""
+    generator = torch.Generator().manual_seed(0)
+    rows = torch.randint(-127, 128, (40, 2100), generator=generator, dtype=torch.int8)
+    weight_t = torch.randint(-127, 128, (2100, 30), generator=generator, dtype=torch.int8)
+    # an odd sum past 2**24, which no float32 holds: 2099 * 127 * 127 + 127 * 126
+    rows[0], weight_t[:, 0], weight_t[0, 0] = 127, 127, 126
+    exact = rows.numpy().astype(np.int64) @ weight_t.numpy().astype(np.int64)
+    np.testing.assert_array_equal(summed_in_float32(rows, weight_t).numpy(), exact)
+
+
+def test_an_int8_layer_gives_the_same_bytes_on_a_processor_without_vnni(tmp_path):
+    """oneDNN without VNNI saturates int8 sums; capped to AVX2 (ONEDNN_MAX_CPU_ISA, read
+    when PyTorch loads, hence fresh processes) the layer finds it out and gives the bytes
+    of the uncapped process."""
+    printed = {}
+    for isa in ("ALL", "AVX2"):
+        printed[isa] = subprocess.run(
+            [sys.executable, "-m", "tests.support.int8_probe", str(tmp_path / f"{isa}.npy")],
+            capture_output=True, text=True, check=True,
+            env={**os.environ, "ONEDNN_MAX_CPU_ISA": isa},
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        ).stdout.strip()  # fmt: skip
+    assert printed["AVX2"] == "False"  # torch._int_mm's sums were not exact there
+    np.testing.assert_array_equal(np.load(tmp_path / "AVX2.npy"), np.load(tmp_path / "ALL.npy"))
 
 
 def test_the_int8_family_stays_within_a_hundredth_of_float32s_cosines(tiny):

@@ -1,21 +1,33 @@
-"""A sentence-transformers model whose linear layers compute in int8: 2.4x the float32
-encoder's captions a second on one CPU thread, each vector within 0.0075 cosine of
-float32's (benchmarks/encoder.py, docs/benchmarks.md).
+"""A sentence-transformers model whose linear layers compute in int8, each vector within
+0.0075 cosine of float32's. On one CPU thread it encodes 1.3x float32's captions a second
+on an Intel Xeon with AMX, and 2.4x on the AMD EPYC of the earlier benchmarks; on a
+processor without VNNI (below), at most float32's (benchmarks/encoder.py,
+docs/benchmarks.md).
 
 Weights are quantised once, per output channel; a layer's input is quantised at each call
 per token, by that token's own largest magnitude. So a caption's vector depends on its own
 tokens, not on the captions it is batched with. (PyTorch's dynamic quantisation takes one
 activation scale per batch, so there batch-mates matter, and its vectors came as far as
-0.949 cosine from float32's.) The integer products are exact (int32 sums); what stays in float32
-(attention, layer norms, GELU) keeps float32's rounding, which a rounding to int8 can now
-and then carry to about 1e-2 in a vector, so the pipeline still encodes fixed batches.
+0.949 cosine from float32's.) The integer products are exact (int32 sums, below); what
+stays in float32 (attention, layer norms, GELU) keeps float32's rounding, which a rounding
+to int8 can now and then carry to about 1e-2 in a vector, so the pipeline still encodes
+fixed batches.
 
 Two captions' vectors can so stray from float32's by up to 0.045 radians between them (a
 cosine 0.04 off near 0.5), so the rule compares this family's cosines that angle further
 apart than ``--validity_threshold`` (``registry.INT8_MARGIN``): a decoy it keeps stays below
 the threshold by the published float32 model too.
+
+The integer products are exact only where the processor has VNNI (AVX-512 VNNI, AVX-VNNI
+or AMX: Intel from Cascade Lake, AMD from Zen 4). Without it oneDNN, which
+``torch._int_mm`` runs on, sums pairs of byte products in int16 and saturates (oneDNN's
+"Nuances of int8 computations"): capped to AVX2 (``ONEDNN_MAX_CPU_ISA``), it got 99.9% of
+random int8 products wrong. So each process checks once (:func:`int_mm_is_exact`), and
+where the sums are not exact it sums the same products in float32 instead
+(:func:`summed_in_float32`): the same integers, at 0.6-0.7x float32's speed.
 """
 
+import functools
 from pathlib import Path
 
 import torch
@@ -27,6 +39,9 @@ from transforms.corpus.encoders.sentence_transformers import (
 )
 
 INT8_LIMIT = 127  # symmetric int8: -127..127, so a scale maps the largest magnitude to 127
+# float32 holds every integer below 2**24, so the sum of up to this many int8 products
+# (each at most 127 * 127 in magnitude) is exact in any order of summation
+EXACT_CHUNK = 2**24 // INT8_LIMIT**2
 
 
 def int8_rows(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -40,6 +55,40 @@ def int8_rows(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     largest = values.abs().amax(dim=1, keepdim=True)
     scale = torch.where(largest > 0, largest / INT8_LIMIT, torch.ones_like(largest))
     return torch.round(values / scale).to(torch.int8), scale
+
+
+def summed_in_float32(rows: torch.Tensor, weight_t: torch.Tensor) -> torch.Tensor:
+    """``rows @ weight_t`` of two int8 matrices as int32, exactly, through float32 products
+    summed over at most EXACT_CHUNK inputs at a time.
+
+    >>> big = torch.full((1, 2000), 127, dtype=torch.int8)
+    >>> summed_in_float32(big, big.t().contiguous()).item() == 2000 * 127 * 127
+    True
+    """
+    products = torch.zeros(rows.shape[0], weight_t.shape[1], dtype=torch.int32)
+    for start in range(0, rows.shape[1], EXACT_CHUNK):
+        chunk = slice(start, start + EXACT_CHUNK)
+        products += (rows[:, chunk].float() @ weight_t[chunk].float()).to(torch.int32)
+    return products
+
+
+@functools.cache
+def int_mm_is_exact() -> bool:
+    """Whether ``torch._int_mm`` sums int8 products exactly on this processor: a fixed
+    random probe of a layer's size, against its sums in float32 (once a process)."""
+    generator = torch.Generator().manual_seed(0)
+    rows, weight_t = (
+        torch.randint(-INT8_LIMIT, INT8_LIMIT + 1, shape, generator=generator, dtype=torch.int8)
+        for shape in ((256, 384), (384, 384))
+    )
+    return torch.equal(torch._int_mm(rows, weight_t), summed_in_float32(rows, weight_t))
+
+
+def int8_products(rows: torch.Tensor, weight_t: torch.Tensor) -> torch.Tensor:
+    """``rows @ weight_t`` as int32, exactly on any processor."""
+    if int_mm_is_exact():
+        return torch._int_mm(rows, weight_t)
+    return summed_in_float32(rows, weight_t)
 
 
 class Int8Linear(torch.nn.Module):
@@ -56,7 +105,7 @@ class Int8Linear(torch.nn.Module):
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         rows = inputs.reshape(-1, inputs.shape[-1])
         quantised, scale = int8_rows(rows)
-        outputs = torch._int_mm(quantised, self.weight_t).float().mul_(scale)
+        outputs = int8_products(quantised, self.weight_t).float().mul_(scale)
         outputs.mul_(self.weight_scale)
         if self.bias is not None:
             outputs.add_(self.bias)
