@@ -75,13 +75,15 @@ def summed_in_float32(rows: torch.Tensor, weight_t: torch.Tensor) -> torch.Tenso
 @functools.cache
 def int_mm_is_exact() -> bool:
     """Whether ``torch._int_mm`` sums int8 products exactly on this processor: a fixed
-    random probe of a layer's size, against its sums in float32 (once a process)."""
+    random probe of a layer's size, against its sums in float64, which hold them whatever
+    float32's matrix products are set to (once a process)."""
     generator = torch.Generator().manual_seed(0)
     rows, weight_t = (
         torch.randint(-INT8_LIMIT, INT8_LIMIT + 1, shape, generator=generator, dtype=torch.int8)
         for shape in ((256, 384), (384, 384))
     )
-    return torch.equal(torch._int_mm(rows, weight_t), summed_in_float32(rows, weight_t))
+    exact = (rows.double() @ weight_t.double()).to(torch.int32)
+    return torch.equal(torch._int_mm(rows, weight_t), exact)
 
 
 def int8_products(rows: torch.Tensor, weight_t: torch.Tensor) -> torch.Tensor:
