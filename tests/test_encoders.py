@@ -3,7 +3,6 @@ random model for what the code guarantees, the real all-MiniLM-L6-v2 for what it
 
 import os
 import shutil
-import subprocess
 import sys
 
 import huggingface_hub.constants
@@ -12,6 +11,7 @@ import pytest
 import torch
 
 from tests.support.int8_probe import probe_outputs
+from tests.support.probes import run_probe
 from tests.support.tiny_encoder import tiny_encoder
 from transforms.corpus.encoders.base import EncoderIdentity
 from transforms.corpus.encoders.int8 import Int8Linear, int8_rows, summed_in_float32
@@ -121,13 +121,10 @@ def test_an_int8_layer_gives_the_same_bytes_on_a_processor_without_vnni(tmp_path
     """oneDNN without VNNI saturates int8 sums; capped to AVX2 (ONEDNN_MAX_CPU_ISA, read
     when PyTorch loads, hence a fresh process) the layer finds it out and gives the bytes
     it gives here."""
-    capped = subprocess.run(
-        [sys.executable, "-m", "tests.support.int8_probe", str(tmp_path / "avx2.npy")],
-        capture_output=True, text=True, check=True,
-        env={**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"},
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    ).stdout.strip()  # fmt: skip
-    assert capped == "False"  # torch._int_mm's sums were not exact there
+    capped = run_probe(
+        "int8_probe", str(tmp_path / "avx2.npy"), env={**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    )
+    assert capped.strip() == "False"  # torch._int_mm's sums were not exact there
     np.testing.assert_array_equal(np.load(tmp_path / "avx2.npy"), probe_outputs())
 
 

@@ -1,16 +1,10 @@
-import subprocess
-import sys
-
 import pytest
+
+from tests.support.probes import run_probe
 
 
 def exit_output(step: str) -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "tests.support.exit_probe", step],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
+    return run_probe("exit_probe", step, check=False)
 
 
 def test_a_plain_process_collects_its_cycles_at_exit():

@@ -3,10 +3,10 @@
 import dataclasses
 import os
 import subprocess
-import sys
 
 import pytest
 
+from tests.support.probes import run_probe
 from transforms.threads import (
     THREAD_VARIABLES,
     child_processes_use,
@@ -35,10 +35,12 @@ def test_worker_processes_get_the_share_and_this_process_keeps_its_own(monkeypat
     for variable in THREAD_VARIABLES:
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("MKL_NUM_THREADS", "7")  # the user's: kept
-    show = "import os; print(os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS'])"
     with child_processes_use(2):
         printed = subprocess.run(
-            [sys.executable, "-c", show], capture_output=True, text=True, check=True
+            ["printenv", "OMP_NUM_THREADS", "MKL_NUM_THREADS"],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
     assert printed.split() == ["2", "7"]
     assert "OMP_NUM_THREADS" not in os.environ and os.environ["MKL_NUM_THREADS"] == "7"
@@ -81,12 +83,7 @@ def test_the_torch_limit_holds_when_set_before_pytorch_is_imported():
     pytest.importorskip("torch")
     environment = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
     asked = cores() + 1
-    printed = subprocess.run(
-        [sys.executable, "-m", "tests.support.torch_threads_probe", str(asked)],
-        capture_output=True, text=True, check=True, env=environment,
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    ).stdout  # fmt: skip
-    assert int(printed) == asked
+    assert int(run_probe("torch_threads_probe", str(asked), env=environment)) == asked
 
 
 def test_faiss_gets_the_workers_share_unless_search_threads_is_given():
