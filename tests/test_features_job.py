@@ -11,7 +11,6 @@ import glob
 import importlib
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -23,6 +22,7 @@ from pipelines import make_corpus
 from pipelines import train as train_job
 from pipelines.options import FeaturesOptions
 from schemas.image_features import FEATURES_COLUMN, IMAGE_COLUMN, SHARDS
+from tests.support.probes import run_probe
 from transforms.errors import InputError
 from transforms.files import read_parquet_shards
 from transforms.vision.drawing import draw_image, encode, write_images
@@ -195,14 +195,7 @@ def test_the_same_images_give_the_same_shards(drawn_images, tmp_path, monkeypatc
 
 
 def test_the_generate_path_imports_no_vision_package():
-    code = (
-        "import sys, pipelines.generate, pipelines.features, pipelines.make_corpus; "
-        f"print([m for m in {VISION_MODULES!r} if m in sys.modules])"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=os.getcwd()
-    )
-    assert result.stdout.strip() == "[]"
+    assert run_probe("vision_imports_probe", *VISION_MODULES).stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(

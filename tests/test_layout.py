@@ -1,11 +1,10 @@
 """schemas/layout.py is the one home of a version's and a corpus's file names."""
 
 import ast
-import pathlib
 
 import schemas.layout
+from tests.support import REPO
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("pipelines", "transforms", "schemas", "benchmarks")
 # The same name for a file of another kind of folder, not a version's nor a corpus's.
 ELSEWHERE = {
@@ -47,8 +46,8 @@ def test_no_module_but_layout_spells_a_file_name_it_defines():
     assert {"manifest.json", "captions.parquet", "doc2vec.model", "statistics.json"} <= set(names)
     spelt = []
     for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            relative = str(path.relative_to(ROOT))
+        for path in sorted((REPO / package).rglob("*.py")):
+            relative = str(path.relative_to(REPO))
             if relative == "schemas/layout.py":
                 continue
             for node in code_strings(ast.parse(path.read_text(encoding="utf-8"))):
@@ -69,8 +68,8 @@ OTHER_OUTPUTS = {
 def test_no_module_but_layout_names_a_folder():
     named = []
     for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            relative = str(path.relative_to(ROOT))
+        for path in sorted((REPO / package).rglob("*.py")):
+            relative = str(path.relative_to(REPO))
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
                     for target in node.targets:

@@ -3,17 +3,16 @@
 import ast
 import fnmatch
 import importlib.metadata
-import pathlib
 import re
-import subprocess
 import sys
 
 import pytest
 import setuptools
 
 from pipelines.runner import worker_requirements
+from tests.support import REPO
+from tests.support.probes import run_probe
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("pipelines", "transforms", "schemas")
 
 
@@ -26,7 +25,7 @@ def _requirement_names(requirements: list[str]) -> set[str]:
 def _setup_arguments() -> dict:
     """setup()'s arguments, read without running setup.py: literals and the module's named
     requirement lists (``JAPANESE = [...]``) they spread in."""
-    module = ast.parse((ROOT / "setup.py").read_text())
+    module = ast.parse((REPO / "setup.py").read_text())
     named = {
         node.targets[0].id: ast.literal_eval(node.value)
         for node in module.body
@@ -49,7 +48,7 @@ def _imported_modules() -> set[str]:
     """Top-level modules the worker code imports, two levels deep (``google.protobuf``)."""
     modules = set()
     for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
+        for path in (REPO / package).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Import):
                     modules.update(alias.name for alias in node.names)
@@ -97,15 +96,15 @@ def test_every_package_of_the_code_is_shipped():
     a subpackage they miss, such as pipelines/options/, imports on this machine only."""
     call = next(
         node
-        for node in ast.walk(ast.parse((ROOT / "setup.py").read_text()))
+        for node in ast.walk(ast.parse((REPO / "setup.py").read_text()))
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "find_packages"
     )
     [include] = [ast.literal_eval(k.value) for k in call.keywords if k.arg == "include"]
-    shipped = setuptools.find_packages(where=str(ROOT), include=include)
+    shipped = setuptools.find_packages(where=str(REPO), include=include)
     packages = {
-        ".".join(init.parent.relative_to(ROOT).parts)
+        ".".join(init.parent.relative_to(REPO).parts)
         for package in PACKAGES
-        for init in (ROOT / package).rglob("__init__.py")
+        for init in (REPO / package).rglob("__init__.py")
     }
     assert {"pipelines.options", "pipelines.cli"} <= packages
     assert packages <= set(shipped), f"never shipped: {sorted(packages - set(shipped))}"
@@ -115,34 +114,17 @@ def test_package_data_ships_every_file_the_reports_read():
     """The rating app's files and the card templates are read with importlib.resources, so a
     wheel (and Dataflow's --setup_file) must hold them; package_data's patterns decide that."""
     patterns = _setup_arguments()["package_data"]["transforms.report.assets"]
-    folder = ROOT / "transforms" / "report" / "assets"
+    folder = REPO / "transforms" / "report" / "assets"
     files = [path.name for path in folder.iterdir() if path.is_file() and path.suffix != ".py"]
     assert {"rating_app.js", "version_card.md"} <= set(files)
     assert [name for name in files if not any(fnmatch.fnmatch(name, p) for p in patterns)] == []
-
-
-WITHOUT_TRAIN_EXTRA = """
-import importlib.abc, sys
-class Absent(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] == "pycocoevalcap":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-sys.meta_path.insert(0, Absent())
-import pipelines.generate
-from transforms.trainer import registry
-from pipelines.train import main
-print(sorted(registry.fitters()))
-sys.exit(main(["--dataset", "d", "--output", "o"]))
-"""
 
 
 def test_generate_runs_without_the_train_extra_and_the_trainer_says_it_needs_it():
     """pip install dmc-datasets (no extras: PyTorch and scikit-learn come with the validity
     rule's encoder, the caption metrics do not): generate and its audit's bigram LM work; the
     trainer refuses in one line naming the extra."""
-    done = subprocess.run(
-        [sys.executable, "-c", WITHOUT_TRAIN_EXTRA], cwd=ROOT, capture_output=True, text=True
-    )
+    done = run_probe("no_train_extra_probe", check=False)
     assert done.stdout.strip() == "['Bigram LM']", done.stderr
     assert done.returncode == 2  # an input error: one line, no traceback
     assert "pip install -e '.[train]'" in done.stderr and "Traceback" not in done.stderr

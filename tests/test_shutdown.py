@@ -4,7 +4,7 @@ from tests.support.probes import run_probe
 
 
 def exit_output(step: str) -> str:
-    return run_probe("exit_probe", step, check=False)
+    return run_probe("exit_probe", step, check=False).stdout
 
 
 def test_a_plain_process_collects_its_cycles_at_exit():

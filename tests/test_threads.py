@@ -83,7 +83,7 @@ def test_the_torch_limit_holds_when_set_before_pytorch_is_imported():
     pytest.importorskip("torch")
     environment = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
     asked = cores() + 1
-    assert int(run_probe("torch_threads_probe", str(asked), env=environment)) == asked
+    assert int(run_probe("torch_threads_probe", str(asked), env=environment).stdout) == asked
 
 
 def test_faiss_gets_the_workers_share_unless_search_threads_is_given():

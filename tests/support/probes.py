@@ -1,20 +1,19 @@
 """Runs a probe module of ``tests.support`` in a fresh interpreter, for what only a new
 process shows: an instruction-set cap read when PyTorch loads, a thread limit set before
-PyTorch is imported, what Python's last collection does at exit."""
+PyTorch is imported, what Python's last collection does at exit, what a command imports."""
 
-import os
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.support import REPO
 
 
 def run_probe(
     module: str, *args: str, env: dict[str, str] | None = None, check: bool = True
-) -> str:
-    """``python -m tests.support.<module> <args>`` from the repository's root: its stdout.
-    ``env`` replaces the environment (None: this process's); ``check`` fails on a non-zero
-    exit."""
+) -> subprocess.CompletedProcess[str]:
+    """``python -m tests.support.<module> <args>`` from the repository's root, its output
+    captured as text. ``env`` replaces the environment (None: this process's); ``check``
+    fails on a non-zero exit."""
     return subprocess.run(
         [sys.executable, "-m", f"tests.support.{module}", *args],
         capture_output=True,
@@ -22,4 +21,4 @@ def run_probe(
         check=check,
         env=env,
         cwd=REPO,
-    ).stdout
+    )
