@@ -65,6 +65,7 @@ from transforms.corpus.surface import encode_ngrams, sim_surf_batch
 from transforms.corpus.synthetic import CAPTIONS_PER_IMAGE, write_coco
 from transforms.files import read_json
 from transforms.progress import LOAD
+from transforms.strategies.closed_sets.leftovers import DEPTH_COUNTERS, LEFTOVER_DEPTHS
 from transforms.strategies.invariants import no_decoy_describes_the_image
 from transforms.strategies.registry import STRATEGIES
 from transforms.trainer.dataset_audit import verdict
@@ -528,7 +529,7 @@ def run_line(name: str, run: Run, result: dict) -> str:
         search = (
             f"sets of 5 among K = {options.get('set_neighbours')} of "
             f"{options.get('set_neighbours', 0) * options.get('set_search_depth', 0):,} searched, "
-            f"{counters.get('closed_sets/sets', 0):,} sets"
+            f"{counters.get('closed_sets/sets', 0):,} sets; {deeper_line(counters)}"
         )
     else:
         search = (
@@ -540,6 +541,22 @@ def run_line(name: str, run: Run, result: dict) -> str:
         f"{counters['corpus/captions']:,} after de-duplication; {search}; "
         f"{instances:,} instances"
     )
+
+
+def deeper_line(counters: dict) -> str:
+    """How many leftovers the border pass had, and how many it searched deeper at each
+    depth: what a leftover costs grows with them.
+
+    >>> deeper_line({"closed_sets/leftovers": 200, "closed_sets/leftovers_searched_4x": 100,
+    ...              "closed_sets/leftovers_searched_16x": 50})
+    '200 leftovers: 50% searched 4x deeper, 25% 16x, 0% short after'
+    """
+    total = counters.get("closed_sets/leftovers", 0)
+    shares = [counters.get(f"closed_sets/{name}", 0) / (total or 1) for name in DEPTH_COUNTERS]
+    depths = [f"{shares[0]:.0%} searched {LEFTOVER_DEPTHS[0]}x deeper"]
+    deeper = zip(LEFTOVER_DEPTHS[1:], shares[1:-1], strict=True)
+    depths += [f"{share:.0%} {depth}x" for depth, share in deeper]
+    return f"{total:,} leftovers: {', '.join(depths)}, {shares[-1]:.0%} short after"
 
 
 def print_table(rows: list[tuple]) -> None:

@@ -58,6 +58,10 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     corpus = pq.read_table(os.path.join(corpus_folder(version), "captions.parquet"))
     captions = collections.Counter(corpus.column("split").to_pylist())
     instances = sum(len(targets) for targets in rows.values())
+    leftovers = counters.get("closed_sets/leftovers", 0)  # none may be left at this size
+
+    def share(name: str) -> float:  # of the leftovers, searched deeper or still short
+        return counters.get(f"closed_sets/leftovers_{name}", 0) / (leftovers or 1)
 
     assert "corpus: 2,000 images x 5 captions written" in printed
     # numba's kernels compiled before the timed run, by a run of its own
@@ -68,7 +72,9 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
         f"closed_sets: 2,000 images x 5 captions, {counters['corpus/captions']:,} after "
         f"de-duplication; sets of 5 among K = {options['set_neighbours']} of "
         f"{options['set_neighbours'] * options['set_search_depth']:,} searched, "
-        f"{counters['closed_sets/sets']:,} sets; {instances:,} instances"
+        f"{counters['closed_sets/sets']:,} sets; {leftovers:,} leftovers: "
+        f"{share('searched_4x'):.0%} searched 4x deeper, {share('searched_16x'):.0%} 16x, "
+        f"{share('short_after_16x'):.0%} short after; {instances:,} instances"
     ) in lines
 
     stages = [cells(line) for line in lines if line.startswith("| ")]

@@ -161,8 +161,12 @@ def test_searching_deeper_allows_by_the_rules_and_puts_a_group_first(closed_sets
     edges = Edges(rows, *first_allowed(candidates, sim_pv, allowed, 50))
     waiting = np.zeros(len(corpus), bool)
     waiting[rows] = True  # the sampled rows are the leftovers
-    deeper = searched_deeper(corpus, pool, edges, rules, scratch, searched, waiting)
-    assert (deeper.allowed.sum(axis=1) > edges.allowed.sum(axis=1)).sum() > 10  # it searched
+    deeper, short = searched_deeper(corpus, pool, edges, rules, scratch, searched, waiting)
+    gained = (deeper.allowed.sum(axis=1) > edges.allowed.sum(axis=1)).sum()
+    assert gained > 10  # it searched
+    # the counts per depth: only rows short at a depth are searched, and none gets shorter
+    assert len(short) == len(LEFTOVER_DEPTHS) + 1 and list(short) == sorted(short, reverse=True)
+    assert short[0] >= gained and short[-1] >= (deeper.allowed.sum(axis=1) < 32).sum()
     kept = np.where(deeper.allowed, deeper.candidates, -1)
     again, _ = pairs_allowed(corpus, rows, kept, deeper.sim_pv, rules, scratch)
     np.testing.assert_array_equal(again, deeper.allowed)

@@ -24,6 +24,7 @@ from tests.support.versions import TRAINING
 from transforms import spill
 from transforms.strategies.closed_sets import SPILLED
 from transforms.strategies.closed_sets.border import BORDER_ROUNDS
+from transforms.strategies.closed_sets.leftovers import DEPTH_COUNTERS
 from transforms.strategies.closed_sets.parts import depth_for
 
 pytestmark = pytest.mark.slow  # whole runs, sharded, on one and two workers and two runners
@@ -91,6 +92,10 @@ def test_no_part_exceeds_the_shard_size_and_the_border_pass_holds_leftovers_only
     # every leftover's graph built once, and counted by that stage's progress lines
     assert metrics["closed_sets/leftovers"] == metrics["closed_sets/border_leftovers"]
     assert metrics["closed_sets/border_sets"] > 0
+    # the deeper searches counted (none are short at this size; test_closed_sets has some):
+    # each depth searches only rows the one before left short
+    deeper = [metrics[f"closed_sets/{name}"] for name in DEPTH_COUNTERS]
+    assert metrics["closed_sets/leftovers"] >= deeper[0] >= deeper[1] >= deeper[2]
 
 
 def test_the_border_pass_works_in_regions_of_parts_not_whole_splits(sharded_dataset):

@@ -44,6 +44,7 @@ from transforms.strategies.closed_sets.grants import (
     shared,
 )
 from transforms.strategies.closed_sets.leftovers import (
+    DEPTH_COUNTERS,
     LEFTOVERS,
     Keyed,
     LeftoverGraphs,
@@ -81,6 +82,7 @@ class _LeftoverGraphs(beam.DoFn):
 
     def __init__(self, corpus: SharedCorpus, rules: ValidityRules, searched: int):
         self._corpus, self._rules, self._searched = corpus, rules, searched
+        self._short = [Metrics.counter("closed_sets", name) for name in DEPTH_COUNTERS]
         self._scratch = self._progress = None
 
     def process(
@@ -98,13 +100,15 @@ class _LeftoverGraphs(beam.DoFn):
             self._scratch = searchable.corpus.ngrams.scratch()
         corpus, pool = searchable.corpus, searchable.pools[split]
         with timed("closed_sets", "leftover_graphs"):
-            edges = searched_deeper(
+            edges, short = searched_deeper(
                 corpus, pool, edges, self._rules, self._scratch, self._searched, waiting
             )
             graphs = leftover_graphs(corpus, pool, edges, self._rules, self._scratch)
             nodes = graphs.nodes
             parts = np.full(nodes.shape, -1, np.int64)
             parts[nodes >= 0] = parts_of(searchable, trees[split], split, nodes[nodes >= 0])
+        for counter, rows in zip(self._short, short, strict=True):
+            counter.inc(rows)
         self._progress.advance(len(edges.targets))
         yield keyed[0], Leftovers(graphs, parts)
 

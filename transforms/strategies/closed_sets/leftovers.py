@@ -29,6 +29,13 @@ LEFTOVERS = "leftovers"
 # share a set, are searched these many times deeper again, in turn; the deeper searches
 # scan proportionally more of an IVF index, to reach past the target's own scene.
 LEFTOVER_DEPTHS = (4, 16)
+# The border pass's counters (``closed_sets/<name>``) of the leftovers searched at each of
+# LEFTOVER_DEPTHS and still short after the deepest: what a leftover costs depends on them
+# (at 3.3M synthetic captions, most leftovers needed both; docs/benchmarks.md).
+DEPTH_COUNTERS = (
+    *(f"leftovers_searched_{depth}x" for depth in LEFTOVER_DEPTHS),
+    f"leftovers_short_after_{LEFTOVER_DEPTHS[-1]}x",
+)
 # A border set is chosen among this many of a leftover's nearest allowed candidates: the
 # pairs among them are checked directly, so the cost grows with its square (50 took 3/4
 # of the 124k benchmark's busy time; measured in the README).
@@ -49,6 +56,14 @@ class LeftoverGraphs(NamedTuple):
     def nodes(self) -> np.ndarray:
         """int64 (B, K + 1): each row's [target, *candidates], -1 padded."""
         return np.concatenate([self.targets[:, None], self.candidates], axis=1)
+
+
+class Deeper(NamedTuple):
+    """:func:`searched_deeper`'s edges, and how many of its rows were short before each of
+    ``LEFTOVER_DEPTHS`` and after the deepest (``DEPTH_COUNTERS``' order)."""
+
+    edges: Edges
+    short: tuple[int, ...]
 
 
 class Leftovers(NamedTuple):
@@ -154,7 +169,7 @@ def searched_deeper(
     scratch: np.ndarray,
     searched: int,
     waiting: np.ndarray,
-) -> Edges:
+) -> Deeper:
     """``edges`` with the rows short of ``BORDER_CANDIDATES`` allowed candidates, or of four
     among them that may share a set, searched again deeper (``LEFTOVER_DEPTHS``, each a
     multiple of ``searched``) until they are not: the captions whose nearest are all
@@ -174,8 +189,10 @@ def searched_deeper(
     need = min(BORDER_CANDIDATES, width)
     edges, whole = border_candidates(corpus, edges, rules, scratch, waiting, width)
     checked = np.where(edges.allowed.sum(axis=1) < width, searched, 0)
+    counts = []
     for depth in LEFTOVER_DEPTHS:
         short = np.flatnonzero((edges.allowed.sum(axis=1) < need) | ~whole)
+        counts.append(len(short))
         if not len(short):
             break
         before = allowed_only(Edges(*(column[short] for column in edges)))
@@ -196,7 +213,9 @@ def searched_deeper(
         edges = Edges(edges.targets, *columns)
         whole[short] = found_whole
         checked[short] = depth * searched
-    return edges
+    still = int(((edges.allowed.sum(axis=1) < need) | ~whole).sum())
+    counts += [0] * (len(LEFTOVER_DEPTHS) - len(counts))
+    return Deeper(edges, (*counts, still))
 
 
 class Waiting(beam.CombineFn):
