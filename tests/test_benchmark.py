@@ -22,6 +22,7 @@ import pytest
 from benchmarks import growth, kernels, scale
 from pipelines.store.versions import completed_dataset, read_manifest
 from schemas.layout import PARQUET, STATISTICS_FILE, corpus_folder, dataset_path, shard_pattern
+from tests.support import REPO
 from tests.support.versions import TINY_ENCODER, TINY_THRESHOLD
 from transforms.files import read_json
 from transforms.trainer.dataset_audit import verdict
@@ -221,9 +222,8 @@ def test_growth_names_the_stage_whose_cost_per_caption_rises(tmp_path, capsys):
 def test_a_run_over_its_memory_budget_is_stopped_with_its_whole_process_group(monkeypatch):
     # a parent that starts a child holding 200 MiB, as generate starts its workers
     monkeypatch.setattr(scale, "PSS_EVERY", math.inf)  # PSS read at the first sample and the stop
-    child = "import time; block = bytearray(200 * 2**20); time.sleep(600)"
-    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
-    process = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True)
+    holder = [sys.executable, "-m", "tests.support.memory_holder_probe", "parent", "200"]
+    process = subprocess.Popen(holder, cwd=REPO, start_new_session=True)
     peak: list[int] = []
     scale.peak_rss_of_tree(process.pid, threading.Event(), peak, limit=100 * 2**20)
     assert process.wait() == -signal.SIGKILL

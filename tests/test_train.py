@@ -7,8 +7,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -22,6 +20,7 @@ from pipelines.train import main, run
 from schemas.instance import ARROW_SCHEMA, DECOY, FIELDS, OPTION
 from schemas.layout import build_path, corpus_folder, dataset_path
 from tests.support.dataset_checks import in_text_order, read_parquet
+from tests.support.probes import run_probe
 from tests.support.versions import SMALL_TRAINING
 from transforms.corpus.paragraph_vectors import infer_unit_vector, load_model
 from transforms.errors import InputError
@@ -366,25 +365,15 @@ def test_unedited_options_features_are_the_same_from_their_texts(four_options):
     np.testing.assert_array_equal(from_corpus.text[:, 0], from_texts.text[:, 0])
 
 
-INFER = """
-import sys
-from pipelines.options import TrainOptions
-from transforms.trainer.features import load_feature_space
-space = load_feature_space(TrainOptions(dataset=sys.argv[1], output="").feature_config(sys.argv[1]))
-sys.stdout.write(space.inferred_vector(sys.argv[2]).tobytes().hex())
-"""
-
-
 @pytest.mark.slow
 def test_inferred_vectors_do_not_depend_on_the_process(four_options):
     """gensim seeds inference with Python's salted str hash; the trainer must not."""
     text = edited_instances(four_options)[0]["options"][0]
     vectors = set()
     for hash_seed in ("1", "2"):
-        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": os.getcwd()}
-        command = [sys.executable, "-c", INFER, four_options, text]
-        vectors.add(subprocess.run(command, env=env, check=True, capture_output=True).stdout)
-    assert len(vectors) == 1
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        vectors.add(run_probe("inferred_vector_probe", four_options, text, env=env).stdout)
+    assert len(vectors) == 1 and len(vectors.pop()) > 0  # one vector, and not an empty one
 
 
 def test_a_version_mixing_numbers_of_options_is_an_error_naming_the_file(mcic_dataset, tmp_path):
