@@ -132,7 +132,9 @@ def bare_search_and_pairs(
 
 def bare_kernels(version: str, options: GenerateOptions) -> dict[str, float]:
     """Each kernel stage's counter -> the bare kernel's seconds on ``version``'s data."""
-    config = options.strategy_config()
+    # one faiss thread, as each of the run's workers has (runner.worker_threads): faiss's
+    # default, both cores, searched the 25k run in 10.4 s against 19.9 on one thread
+    config = options.strategy_config(worker_threads=1)
     if not isinstance(config.options, ClosedSetsOptions):
         raise ValueError(f"{version}: the bare kernels are those of closed sets' stages")
     directory = corpus_folder(version)

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 
+import faiss
 import pyarrow.parquet as pq
 import pytest
 
@@ -217,6 +218,28 @@ def test_growth_names_the_stage_whose_cost_per_caption_rises(tmp_path, capsys):
     # per 100k captions: index 1 s -> 2 s, PV 100 s -> 100 s
     assert growth.bending_stage(points) == ("index build", 1.0, 8 * 100_000 / 400_000)
     assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_bare_search_runs_on_one_faiss_thread_as_each_worker_does(
+    small_closed_sets, monkeypatch
+):
+    directory, options = small_closed_sets
+    threads: list[int] = []
+    bare_search_and_pairs = kernels.bare_search_and_pairs
+
+    def counted(searchable, config):
+        threads.append(faiss.omp_get_max_threads())
+        return bare_search_and_pairs(searchable, config)
+
+    monkeypatch.setattr(kernels, "bare_search_and_pairs", counted)
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(2)  # as a benchmark process on 2 cores starts
+    try:
+        seconds = kernels.bare_kernels(directory, options)
+    finally:
+        faiss.omp_set_num_threads(before)
+    assert threads == [1]
+    assert seconds["neighbourhoods/search_ms"] > 0
 
 
 def test_a_run_over_its_memory_budget_is_stopped_with_its_whole_process_group(monkeypatch):
