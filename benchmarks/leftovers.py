@@ -50,25 +50,33 @@ Batch = tuple[PartKey, Edges]
 RUN_FLAGS = ("neighbours", "validity_model", "validity_threshold")
 
 
-def batches(folder: str) -> Iterator[Batch]:
+def batches(folder: str) -> Iterator[tuple[tuple[str, int], Batch]]:
     """Every spilled leftover batch under ``folder``, file by file (``spill._Spill``'s form:
-    pickled (key, value) pairs in a row)."""
+    pickled (key, value) pairs in a row), each with where it starts: (path, offset)."""
     for path in sorted(glob.glob(os.path.join(folder, "*.pickles"))):
         with open(path, "rb") as handle:
             stream = io.BytesIO(handle.read())
         size = stream.getbuffer().nbytes
         while stream.tell() < size:
-            yield pickle.load(stream)
+            start = stream.tell()
+            yield (path, start), pickle.load(stream)
+
+
+def batch_at(path: str, start: int) -> Batch:
+    """The batch :func:`batches` found at ``start`` of ``path``."""
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        return pickle.load(handle)
 
 
 def searched_edges(
     searchable: SearchableCorpus, split: str, rows: np.ndarray, config: StrategyConfig,
-    scratch: np.ndarray,
+    scratch: np.ndarray, searched: int,
 ) -> Edges:  # fmt: skip
     """``rows``' edges as the allowed pairs' stage hands them on: the ``searched`` nearest
     captions of the split, the K nearest allowed ones of them first."""
     corpus, pool, k = searchable.corpus, searchable.pools[split], config.options.set_neighbours
-    candidates, sim_pv = search(corpus, pool, rows, ClosedSets.searched(config))
+    candidates, sim_pv = search(corpus, pool, rows, searched)
     allowed, _ = pairs_allowed(corpus, rows, candidates, sim_pv, config.rules, scratch, need=k)
     return Edges(rows, *first_allowed(candidates, sim_pv, allowed, k))
 
@@ -77,18 +85,17 @@ def stopped_leftovers(version: str, sample: int, seed: int) -> tuple[list[Batch]
     """A seeded sample of a stopped run's leftover batches, which captions wait for a set
     (``leftovers.Waiting``), and how many leftovers there are."""
     folder = os.path.join(corpus_folder(version), LEFTOVERS_DIRECTORY)
-    counts = [len(edges.targets) for _, edges in batches(folder)]
-    if not counts:
-        raise SystemExit(f"{folder}: no leftover batches (the run was not stopped in that stage)")
-    chosen = set(np.random.default_rng(seed).choice(len(counts), min(sample, len(counts)), False))
-    waiting, picked = np.zeros(0, bool), []
-    for number, (key, edges) in enumerate(batches(folder)):
+    waiting, starts, total = np.zeros(0, bool), [], 0
+    for start, (_, edges) in batches(folder):  # one read of them all, for the waiting rows
         if len(edges.targets) and edges.targets.max() >= len(waiting):
             waiting = np.pad(waiting, (0, int(edges.targets.max()) + 1 - len(waiting)))
         waiting[edges.targets] = True
-        if number in chosen:
-            picked.append((key, edges))
-    return picked, waiting, sum(counts)
+        starts.append(start)
+        total += len(edges.targets)
+    if not starts:
+        raise SystemExit(f"{folder}: no leftover batches (the run was not stopped in that stage)")
+    chosen = np.random.default_rng(seed).choice(len(starts), min(sample, len(starts)), False)
+    return [batch_at(*starts[number]) for number in sorted(chosen)], waiting, total
 
 
 def sampled_leftovers(
@@ -97,11 +104,11 @@ def sampled_leftovers(
 ) -> tuple[list[Batch], np.ndarray, int]:  # fmt: skip
     """``sample`` batches of the split's captions, searched, with every caption of the split
     waiting: :func:`stopped_leftovers`' form for any version."""
-    rows = searchable.pools[split].rows
+    rows, searched = searchable.pools[split].rows, ClosedSets.searched(config)
     size = min(len(rows), sample * config.batch_size)
     chosen = np.sort(np.random.default_rng(seed).choice(rows, size, replace=False))
     picked = [
-        ((split, -1, ""), searched_edges(searchable, split, part, config, scratch))
+        ((split, -1, ""), searched_edges(searchable, split, part, config, scratch, searched))
         for part in np.array_split(chosen, -(-size // config.batch_size))
     ]
     waiting = np.zeros(len(searchable.corpus), bool)

@@ -9,11 +9,9 @@ import pytest
 from benchmarks import leftovers
 from pipelines.options import GenerateOptions
 from schemas.layout import LEFTOVERS_DIRECTORY, corpus_folder
-from transforms.corpus.neighbours import load_searchable, search
+from transforms.corpus.neighbours import load_searchable
 from transforms.memory import packed
 from transforms.strategies.closed_sets.leftovers import searched_deeper
-from transforms.strategies.closed_sets.pairs import Edges, first_allowed
-from transforms.strategies.validity import pairs_allowed
 
 
 def stopped_run(directory: str, options: GenerateOptions, root: str) -> tuple[str, list]:
@@ -31,9 +29,7 @@ def stopped_run(directory: str, options: GenerateOptions, root: str) -> tuple[st
     scratch = corpus.ngrams.scratch()
     batches = []
     for rows in (pool.rows[::5][:100], pool.rows[1::5][:80]):
-        candidates, sim_pv = search(corpus, pool, rows, 40)
-        allowed, _ = pairs_allowed(corpus, rows, candidates, sim_pv, config.rules, scratch)
-        edges = Edges(rows, *first_allowed(candidates, sim_pv, allowed, 50))
+        edges = leftovers.searched_edges(searchable, "train", rows, config, scratch, searched=40)
         batches.append((("train", 0, source), edges))
     with open(os.path.join(folder, "batches.pickles"), "wb") as handle:
         handle.write(b"".join(packed(batch) for batch in batches))
