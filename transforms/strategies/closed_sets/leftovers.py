@@ -191,7 +191,7 @@ def searched_deeper(
     checked = np.where(edges.allowed.sum(axis=1) < width, searched, 0)
     counts = []
     for depth in LEFTOVER_DEPTHS:
-        short = np.flatnonzero((edges.allowed.sum(axis=1) < need) | ~whole)
+        short = short_rows(edges, whole, need)
         counts.append(len(short))
         if not len(short):
             break
@@ -213,9 +213,20 @@ def searched_deeper(
         edges = Edges(edges.targets, *columns)
         whole[short] = found_whole
         checked[short] = depth * searched
-    still = int(((edges.allowed.sum(axis=1) < need) | ~whole).sum())
     counts += [0] * (len(LEFTOVER_DEPTHS) - len(counts))
-    return Deeper(edges, (*counts, still))
+    return Deeper(edges, (*counts, len(short_rows(edges, whole, need))))
+
+
+def short_rows(edges: Edges, whole: np.ndarray, need: int) -> np.ndarray:
+    """The rows short of ``need`` allowed candidates or of a whole group (``whole``: bool
+    per row), which :func:`searched_deeper` searches again.
+
+    >>> edges = Edges(np.array([1, 2]), np.zeros((2, 2)), np.zeros((2, 2)),
+    ...               np.array([[True, True], [True, False]]))
+    >>> short_rows(edges, np.array([True, True]), 2).tolist()
+    [1]
+    """
+    return np.flatnonzero((edges.allowed.sum(axis=1) < need) | ~whole)
 
 
 class Waiting(beam.CombineFn):
