@@ -14,6 +14,13 @@ it twice (the CC3M-size run's worker: 10.1 GB after the build, against 6.3 GB fo
 worker that only loaded it). ``malloc_trim`` returns the free pages. Arrow's allocator
 keeps its own: what reading the caption table decoded into, 180 MB of each worker's
 corpus load at 600k captions (measured), until its pool is told to release them.
+
+The other way round, a stage that allocates and frees the same few MB per batch (the
+sentence encoder's activations) must not hand them back each time: glibc then returns
+the heap's free top past its trim threshold, and maps blocks past its mmap threshold
+afresh, so every batch faults its pages in again. The encoder's process spent 15-35% of
+its time in the kernel so, against 4% with :func:`hold_freed_heap`, and two of them side
+by side encoded 1.5-2.0x the captions a second (docs/benchmarks.md, 2026-12-02).
 """
 
 import ctypes
@@ -33,15 +40,31 @@ def unpacked(data: bytes) -> Any:
     return pickle.loads(data)
 
 
+# glibc's mallopt parameters (malloc.h), and what hold_freed_heap sets them to: blocks
+# below 32 MiB (glibc's most for the mmap threshold on 64 bits) come from the heap, and up
+# to 128 MiB of its free top stays mapped. malloc_trim still hands all of it back.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+HELD_HEAP = {M_MMAP_THRESHOLD: 32 * 2**20, M_TRIM_THRESHOLD: 128 * 2**20}
+
+
 @functools.cache
-def _malloc_trim():
+def _glibc(function: str):
     library = ctypes.util.find_library("c")
-    trim = getattr(ctypes.CDLL(library), "malloc_trim", None) if library else None
-    return trim  # None where the C library is not glibc (macOS, musl): nothing to do
+    found = getattr(ctypes.CDLL(library), function, None) if library else None
+    return found  # None where the C library is not glibc (macOS, musl): nothing to do
 
 
 def release_freed_memory() -> None:
-    trim = _malloc_trim()
+    trim = _glibc("malloc_trim")
     if trim is not None:
         trim(0)
     pa.default_memory_pool().release_unused()
+
+
+def hold_freed_heap() -> bool:
+    """This process keeps the heap its batches free for the next ones (``HELD_HEAP``), for
+    the rest of its life; False where the C library has no ``mallopt``."""
+    mallopt = _glibc("mallopt")
+    return mallopt is not None and all(
+        mallopt(parameter, value) == 1 for parameter, value in HELD_HEAP.items()
+    )

@@ -2,6 +2,8 @@
 
 Threads: loading and encoding run on PyTorch's intra-op pool, which this module leaves
 alone; the caller gives the process its share first (transforms.threads.limit_torch).
+Memory: the encoder's process keeps the heap its batches free (memory.hold_freed_heap),
+which otherwise faulted every batch's activations in again.
 """
 
 from collections.abc import Sequence
@@ -11,6 +13,7 @@ import numpy as np
 
 from transforms.corpus.encoders.base import EncoderIdentity, SentenceEncoder
 from transforms.errors import InputError, first_line
+from transforms.memory import hold_freed_heap
 from transforms.progress import quiet_model_libraries
 
 # Batches of 64 encode 1.1x faster than 256 on one thread (benchmarks/encoder.py,
@@ -41,6 +44,7 @@ class SentenceTransformersEncoder(SentenceEncoder):
 
     def __init__(self, folder: Path, identity: EncoderIdentity, batch_size: int = BATCH_SIZE):
         quiet_model_libraries()
+        hold_freed_heap()
         from sentence_transformers import SentenceTransformer
 
         self.identity = identity
