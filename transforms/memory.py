@@ -18,9 +18,9 @@ corpus load at 600k captions (measured), until its pool is told to release them.
 The other way round, a stage that allocates and frees the same few MB per batch (the
 sentence encoder's activations) must not hand them back each time: glibc then returns
 the heap's free top past its trim threshold, and maps blocks past its mmap threshold
-afresh, so every batch faults its pages in again. The encoder's process spent 15-35% of
+afresh, so every batch faults its pages in again. The encoder's process spent 16-35% of
 its time in the kernel so, against 4% with :func:`hold_freed_heap`, and two of them side
-by side encoded 1.5-2.0x the captions a second (docs/benchmarks.md, 2026-12-02).
+by side encoded 1.6-1.9x the captions a second (docs/benchmarks.md, 2026-12-02).
 """
 
 import ctypes
