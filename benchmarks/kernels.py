@@ -51,6 +51,7 @@ from transforms.threads import limit_torch
 # the three whose overhead issue 45 bounds (at most 1.3x their bare kernels' sum)
 ISSUE_KERNELS = ("pv/train_ms", "neighbourhoods/search_ms", "decoys/allowed_pairs_ms")
 ENCODER_SAMPLE = 16_384  # distinct texts the bare encoder times: about 40 s of int8 MiniLM
+PROBE_VALUES, PROBE_TURNS = 4_000_000, 3  # the host probe: a sort and a loop, ~0.2 s a turn
 # the pipeline's counter of each kernel stage, and the stage's row in the scale benchmark
 KERNEL_STAGES = (
     ("sentences/encode_ms", "sentence encoder"),
@@ -73,6 +74,34 @@ class Stopwatch:
             yield
         finally:
             self.seconds += time.perf_counter() - started
+
+
+def host_probe() -> float:
+    """Seconds a fixed piece of one-thread work takes (numpy's sort and a Python loop), the
+    best of ``PROBE_TURNS``. Timed before a run and after its bare kernels, it says how far
+    the host's own speed moved between them, which a ratio of the two cannot tell apart
+    from overhead: a shared 2-core host moved by a fifth within half an hour
+    (docs/benchmarks.md, 2026-12-02)."""
+    values = np.random.default_rng(0).random(PROBE_VALUES)
+    best = float("inf")
+    for _ in range(PROBE_TURNS):
+        started = time.perf_counter()
+        np.sort(values)
+        sum(value * value for value in range(PROBE_VALUES))
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def drift_line(before: float, after: float) -> str:
+    """The host probe's reading before the runs and after the bare kernels.
+
+    >>> drift_line(0.5, 0.6).split(": ", 1)[1]
+    '0.50 s before the runs, 0.60 s after the bare kernels: 1.20x'
+    """
+    return (
+        f"host probe (fixed one-thread work): {before:.2f} s before the runs, {after:.2f} s "
+        f"after the bare kernels: {after / before:.2f}x"
+    )
 
 
 def bare_pv_training(texts: list[str], caption_ids: list[str], options: GenerateOptions) -> float:

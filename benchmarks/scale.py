@@ -46,7 +46,7 @@ import faiss
 import numpy as np
 from nltk.translate.bleu_score import brevity_penalty, sentence_bleu
 
-from benchmarks.kernels import ENCODER_SAMPLE, bare_kernels, kernel_rows
+from benchmarks.kernels import ENCODER_SAMPLE, bare_kernels, drift_line, host_probe, kernel_rows
 from pipelines.options import GenerateOptions
 from pipelines.store.versions import completed_dataset, read_manifest
 from schemas.layout import STATISTICS_FILE, corpus_folder, dataset_path
@@ -627,6 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     corpora: dict[tuple[int, int], str] = {}
     results = {}
     results_path = os.path.join(args.output, RESULTS_FILE)
+    probed = host_probe()  # beside the bare kernels' probe: the host's drift over the runs
     small = warm_up_size(args.neighbours)
     corpora[small] = write_corpus(args.output, *small)
     runs = [ALL_RUNS[name] for name in names]
@@ -753,6 +754,7 @@ def main(argv: list[str] | None = None) -> int:
             "texts, scaled to all)"
         )
         print_table(kernel_rows(busy, bare))
+        print(drift_line(probed, host_probe()))
 
     first = next(iter(results.values()))
     loaded = load_corpus(corpus_folder(first["directory"]))

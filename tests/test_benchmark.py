@@ -181,6 +181,11 @@ def test_closed_sets_run_at_2000_images(tmp_path, capsys, monkeypatch):
     share = f"{100 * rest / sum(busy.values()):.0f}% of the counted busy time"
     assert table["the rest"] == [f"{rest:.0f}s", "-", share]
 
+    [drift] = [line for line in lines if line.startswith("host probe (fixed one-thread work)")]
+    before, after, ratio = (float(v) for v in re.findall(r"(\d+\.\d+)(?: s|x)", drift))
+    assert before > 0 and after > 0
+    assert ratio == pytest.approx(after / before, abs=0.005 + 0.01 * ratio / min(before, after))
+
     [kernel] = [line for line in lines if line.startswith("simSURF on 20,000 pairs")]
     assert float(kernel.rsplit("max |difference| ", 1)[1]) < 1e-9
     recalls = [line for line in lines if line.startswith("IVF recall@500")]
